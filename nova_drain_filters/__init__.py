@@ -1,0 +1,1 @@
+"""Nova scheduler filters that keep unusable hosts out of scheduling."""

@@ -1,0 +1,196 @@
+"""Is this node schedulable, and if not, why: pure functions over plain facts.
+
+The host filters, the trait sync and the CLI gather facts their own way (a
+``HostState``, the Nova and Ironic APIs) and ask the same functions, so the
+three cannot disagree. Nothing here does I/O or reads configuration.
+"""
+import dataclasses
+import datetime
+import enum
+from collections.abc import Iterable
+from collections.abc import Sequence
+
+from nova_drain_filters import traits
+
+
+class ReasonCode(str, enum.Enum):
+    """Why a node is not schedulable; the values are stable for scripts."""
+
+    SERVICE_DISABLED = "service_disabled"
+    SERVICE_FORCED_DOWN = "service_forced_down"
+    SERVICE_DOWN = "service_down"
+    DUPLICATE_NODE = "duplicate_node"
+    NODE_TOO_OLD = "node_too_old"
+
+
+_LABELS = {
+    ReasonCode.SERVICE_DISABLED: "service disabled",
+    ReasonCode.SERVICE_FORCED_DOWN: "service forced down",
+    ReasonCode.SERVICE_DOWN: "service down",
+    ReasonCode.DUPLICATE_NODE: "duplicate compute node",
+    ReasonCode.NODE_TOO_OLD: "compute node not updated",
+}
+
+# Which trait the sync sets for a reason. Service reasons have none: Nova
+# itself keeps COMPUTE_STATUS_DISABLED, and a down service is judged live.
+_TRAITS = {
+    ReasonCode.DUPLICATE_NODE: traits.STALE_NODE,
+    ReasonCode.NODE_TOO_OLD: traits.STALE_NODE,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Reason:
+    """One reason a node is rejected: a stable code and a human detail."""
+
+    code: ReasonCode
+    detail: str = ""
+
+    @property
+    def label(self) -> str:
+        """The short human name of the code, e.g. ``service down``."""
+        return _LABELS[self.code]
+
+    @property
+    def trait(self) -> str | None:
+        """The trait the trait sync sets for this reason, if any."""
+        return _TRAITS.get(self.code)
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.detail}" if self.detail else self.label
+
+
+@dataclasses.dataclass(frozen=True)
+class ServiceFacts:
+    """What the decisions need to know about a nova-compute service."""
+
+    host: str
+    disabled: bool
+    forced_down: bool
+    #: Up by Nova's servicegroup rules (``nova/servicegroup/api.py``
+    #: ``service_is_up``), which already count ``forced_down`` as down.
+    is_up: bool
+    disabled_reason: str | None = None
+    last_seen_up: datetime.datetime | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeFacts:
+    """What the decisions need to know about one compute node record."""
+
+    host: str
+    nodename: str
+    uuid: str | None
+    service_up: bool
+    updated_at: datetime.datetime | None = None
+    hypervisor_type: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(host, nodename): how Nova's HostManager tells host states apart."""
+        return (self.host, self.nodename)
+
+
+def _utc(value: datetime.datetime) -> datetime.datetime:
+    if value.tzinfo is None:
+        return value.replace(tzinfo=datetime.timezone.utc)
+    return value
+
+
+def _ago(then: datetime.datetime, now: datetime.datetime) -> str:
+    seconds = int((_utc(now) - _utc(then)).total_seconds())
+    return f"{_utc(then).strftime('%Y-%m-%dT%H:%M:%SZ')}, {seconds}s ago"
+
+
+def service_reasons(
+    svc: ServiceFacts, now: datetime.datetime
+) -> list[Reason]:
+    """Why the service's hosts cannot take instances; [] if they can.
+
+    Same outcome as Nova's ``ComputeFilter`` (disabled, or not up by the
+    servicegroup rules) but with a reason each:
+
+    ========  ===========  =====  ===================
+    disabled  forced_down  is_up  reasons
+    ========  ===========  =====  ===================
+    no        no           yes    none
+    yes       any          any    disabled (+ others)
+    any       yes          any    forced down
+    any       no           no     down, last seen ...
+    ========  ===========  =====  ===================
+    """
+    reasons = []
+    if svc.disabled:
+        reasons.append(
+            Reason(ReasonCode.SERVICE_DISABLED, svc.disabled_reason or "")
+        )
+    if svc.forced_down:
+        reasons.append(Reason(ReasonCode.SERVICE_FORCED_DOWN))
+    elif not svc.is_up:
+        detail = (
+            f"last seen {_ago(svc.last_seen_up, now)}"
+            if svc.last_seen_up
+            else "never seen"
+        )
+        reasons.append(Reason(ReasonCode.SERVICE_DOWN, detail))
+    return reasons
+
+
+def _keeper_rank(node: NodeFacts) -> tuple[bool, datetime.datetime, str, str]:
+    oldest = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
+    updated = _utc(node.updated_at) if node.updated_at else oldest
+    # Highest rank wins: a live service first, then the newest record; host
+    # and uuid only make the choice deterministic.
+    return (node.service_up, updated, node.host, node.uuid or "")
+
+
+def duplicate_reasons(
+    nodes: Iterable[NodeFacts],
+) -> dict[tuple[str, str], Reason]:
+    """Find compute node records that duplicate another for one node name.
+
+    An Ironic hash-ring rebalance can leave two records for one node (Nova
+    bugs 1853009 and 1841481). The record to keep is the one whose service is
+    up and that was updated last; every other record of that name gets a
+    DUPLICATE_NODE reason naming the keeper. Returns {(host, nodename): reason}.
+    """
+    by_name: dict[str, list[NodeFacts]] = {}
+    for node in nodes:
+        by_name.setdefault(node.nodename, []).append(node)
+    found = {}
+    for group in by_name.values():
+        if len(group) < 2:
+            continue
+        keeper = max(group, key=_keeper_rank)
+        for node in group:
+            if node is not keeper:
+                found[node.key] = Reason(
+                    ReasonCode.DUPLICATE_NODE,
+                    f"{node.nodename} is also on host {keeper.host}"
+                    f" ({keeper.uuid})",
+                )
+    return found
+
+
+def age_reason(
+    node: NodeFacts, now: datetime.datetime, max_age: int
+) -> Reason | None:
+    """The opt-in age rule: a reason if the record is older than max_age.
+
+    ``max_age`` 0 turns the rule off. A record never updated has no age and
+    is left alone: the rule must not reject what it cannot judge.
+    """
+    if max_age <= 0 or node.updated_at is None:
+        return None
+    age = (_utc(now) - _utc(node.updated_at)).total_seconds()
+    if age <= max_age:
+        return None
+    return Reason(
+        ReasonCode.NODE_TOO_OLD,
+        f"last updated {_ago(node.updated_at, now)} (limit {max_age}s)",
+    )
+
+
+def summarize(reasons: Sequence[Reason]) -> str:
+    """Join reasons into one line for a log or a table cell."""
+    return "; ".join(str(r) for r in reasons)

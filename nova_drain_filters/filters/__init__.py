@@ -1,0 +1,38 @@
+"""The drain host filters, loadable from ``[filter_scheduler]``.
+
+``available_filters = nova_drain_filters.filters.all_filters`` makes Nova's
+loader (``nova/loadables.py`` ``get_matching_classes``) call ``all_filters``
+when the scheduler's HostManager starts. That is the one moment this code
+runs at scheduler start-up, so it also registers and validates the
+``[drain_filters]`` options (a bad value stops the scheduler with a message
+naming the option) and installs the placement pre-filter.
+"""
+from oslo_config import cfg
+
+from nova_drain_filters import conf as drain_conf
+from nova_drain_filters import request_filter
+from nova_drain_filters.filters import summary
+from nova_drain_filters.filters.baremetal_availability_filter import (
+    BaremetalAvailabilityFilter,
+)
+from nova_drain_filters.filters.disabled_service_filter import DisabledServiceFilter
+from nova_drain_filters.filters.stale_compute_node_filter import StaleComputeNodeFilter
+
+CONF = cfg.CONF
+drain_conf.register_opts(CONF)
+
+FILTER_CLASSES = (
+    DisabledServiceFilter,
+    StaleComputeNodeFilter,
+    BaremetalAvailabilityFilter,
+)
+summary.OUR_FILTERS.update(cls.__name__ for cls in FILTER_CLASSES)
+
+__all__ = [cls.__name__ for cls in FILTER_CLASSES] + ["all_filters"]
+
+
+def all_filters() -> list[type]:
+    """Return the filter classes; validate options; install the pre-filter."""
+    drain_conf.validate(CONF)
+    request_filter.install_if_enabled(CONF)
+    return list(FILTER_CLASSES)

@@ -1,0 +1,145 @@
+"""What the three drain filters share: facts from a HostState, never raising."""
+import datetime
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+
+from nova import servicegroup
+from nova.scheduler import filters
+from nova.scheduler import utils as scheduler_utils
+from oslo_log import log as logging
+from oslo_utils import timeutils
+
+from nova_drain_filters import decisions
+from nova_drain_filters.filters import summary
+
+LOG = logging.getLogger(__name__)
+
+Rejections = dict[int, list[decisions.Reason]]
+
+
+def service_facts(host_state: Any, is_up: bool) -> decisions.ServiceFacts:
+    """ServiceFacts from ``HostState.service``, a dict of the Service object."""
+    service = host_state.service or {}
+    last_seen = service.get("last_seen_up") or service.get("updated_at")
+    if isinstance(last_seen, str):
+        last_seen = timeutils.parse_isotime(last_seen)
+    return decisions.ServiceFacts(
+        host=host_state.host,
+        disabled=bool(service.get("disabled")),
+        disabled_reason=service.get("disabled_reason"),
+        forced_down=bool(service.get("forced_down")),
+        is_up=is_up,
+        last_seen_up=last_seen,
+    )
+
+
+def node_facts(host_state: Any, service_up: bool) -> decisions.NodeFacts:
+    """NodeFacts from a HostState.
+
+    ``HostState.updated`` is ``compute_nodes.updated_at``, except that
+    ``consume_from_request`` (``nova/scheduler/host_manager.py``) moves it to
+    now inside a request; either way it is a tie-breaker, not liveness.
+    """
+    return decisions.NodeFacts(
+        host=host_state.host,
+        nodename=host_state.nodename,
+        uuid=host_state.uuid,
+        service_up=service_up,
+        updated_at=host_state.updated,
+        hypervisor_type=host_state.hypervisor_type,
+    )
+
+
+def now() -> datetime.datetime:
+    """The current UTC time, timezone-aware (patchable in tests)."""
+    return timeutils.utcnow(with_timezone=True)
+
+
+class DrainFilter(filters.BaseHostFilter):
+    """Base of the drain filters: reasons per host, one summary per request.
+
+    Subclasses implement ``rejections`` (whole list) or ``host_reasons`` (one
+    host). A bug or bad data in a subclass never reaches the scheduler: the
+    host, or the whole list, passes and the error is logged.
+    """
+
+    # Rebuilds keep the instance on its host; a drained or stale host must
+    # not block a rebuild there (Nova's own ComputeFilter does the same).
+    RUN_ON_REBUILD = False
+
+    # Service, node and Ironic state do not change between the instances of
+    # one multi-create request; running once saves work on large clouds.
+    run_filter_once_per_request = True
+
+    def __init__(self) -> None:
+        self.servicegroup_api = servicegroup.API()
+
+    def service_is_up(self, host_state: Any) -> bool:
+        """Nova's own verdict (``nova/servicegroup/api.py`` service_is_up)."""
+        return bool(self.servicegroup_api.service_is_up(host_state.service))
+
+    def host_reasons(
+        self, host_state: Any, spec_obj: Any
+    ) -> list[decisions.Reason]:
+        """Why this host is rejected; [] if it passes. Override this..."""
+        return []
+
+    def rejections(self, hosts: Sequence[Any], spec_obj: Any) -> Rejections:
+        """...or this, to decide over the whole list: {id(host): reasons}."""
+        found: Rejections = {}
+        for host_state in hosts:
+            try:
+                reasons = self.host_reasons(host_state, spec_obj)
+            except Exception:
+                LOG.exception("%(filter)s failed on %(host)s; passing it",
+                              {"filter": type(self).__name__,
+                               "host": host_state})
+                continue
+            if reasons:
+                found[id(host_state)] = reasons
+        return found
+
+    def host_passes(self, host_state: Any, spec_obj: Any) -> bool:
+        """Nova's per-host entry point; ``filter_all`` is what Nova calls."""
+        return not self.rejections([host_state], spec_obj)
+
+    def filter_all(
+        self, filter_obj_list: Any, spec_obj: Any
+    ) -> list[Any]:
+        """Return the hosts that pass; never None, never raises."""
+        hosts = list(filter_obj_list)
+        name = type(self).__name__
+        try:
+            if not self.RUN_ON_REBUILD and scheduler_utils.request_is_rebuild(
+                spec_obj
+            ):
+                return hosts
+            found = self.rejections(hosts, spec_obj)
+        except Exception:
+            LOG.exception("%s failed; passing every host", name)
+            return hosts
+        passed = [h for h in hosts if id(h) not in found]
+        rejected: dict[Any, list[decisions.Reason]] = {}
+        for host_state in hosts:
+            reasons = found.get(id(host_state))
+            if reasons:
+                rejected[host_state] = reasons
+                LOG.debug("%(host)s rejected by %(filter)s: %(reason)s",
+                          {"host": host_state, "filter": name,
+                           "reason": decisions.summarize(reasons)})
+        try:
+            summary.record(name, spec_obj, len(hosts), len(passed), rejected)
+        except Exception:
+            LOG.exception("%s could not log its summary", name)
+        return passed
+
+
+def reasons_by_host(
+    rejected: Mapping[Any, Sequence[decisions.Reason]],
+) -> dict[str, str]:
+    """{host name: reasons} for logs and tests."""
+    return {
+        f"{h.host}/{h.nodename}": decisions.summarize(r)
+        for h, r in rejected.items()
+    }

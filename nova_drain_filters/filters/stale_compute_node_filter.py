@@ -1,0 +1,43 @@
+"""StaleComputeNodeFilter: reject compute nodes no live reporter stands behind."""
+from collections.abc import Sequence
+from typing import Any
+
+from oslo_config import cfg
+
+from nova_drain_filters import decisions
+from nova_drain_filters.filters import base
+
+CONF = cfg.CONF
+
+
+class StaleComputeNodeFilter(base.DrainFilter):
+    """Reject duplicate compute nodes and, if enabled, too old ones."""
+
+    # RUN_ON_REBUILD = False and run_filter_once_per_request = True are
+    # inherited from DrainFilter, which says why.
+
+    def rejections(
+        self, hosts: Sequence[Any], spec_obj: Any
+    ) -> base.Rejections:
+        """Decide over the whole list: duplicates need to see every record.
+
+        Only candidates of this request are compared. A duplicate whose live
+        twin is not a candidate passes here; the trait sync marks it with
+        CUSTOM_DRAIN_STALE_NODE so that placement stops offering it.
+        """
+        facts = {id(h): base.node_facts(h, self.service_is_up(h))
+                 for h in hosts}
+        duplicates = decisions.duplicate_reasons(facts.values())
+        max_age = CONF.drain_filters.stale_node_max_age
+        now = base.now()
+        found: base.Rejections = {}
+        for key, node in facts.items():
+            reasons = []
+            if node.key in duplicates:
+                reasons.append(duplicates[node.key])
+            too_old = decisions.age_reason(node, now, max_age)
+            if too_old:
+                reasons.append(too_old)
+            if reasons:
+                found[key] = reasons
+        return found

@@ -1,0 +1,85 @@
+"""Typed placement calls used by the pre-filter, the trait sync and the CLI."""
+from collections.abc import Iterable
+from typing import Any
+
+from nova_drain_filters import http
+
+#: 1.6 added the traits API; every call here works at this version.
+TRAITS_VERSION = "1.6"
+
+#: How often a provider trait update is retried after a generation conflict.
+MAX_CONFLICT_RETRIES = 5
+
+
+class PlacementClient(http.ServiceClient):
+    """Placement, through a keystoneauth1 Adapter."""
+
+    service = "placement"
+
+    def ensure_trait(self, name: str) -> bool:
+        """Create the custom trait if needed; True if it was just created.
+
+        ``PUT /traits/{name}`` is idempotent: 201 created, 204 existed.
+        """
+        status, _ = self.request(
+            "PUT", f"/traits/{name}", microversion=TRAITS_VERSION,
+            ok=(201, 204),
+        )
+        return status == 201
+
+    def existing_traits(self, names: Iterable[str]) -> set[str]:
+        """Return which of ``names`` placement knows, in one request."""
+        wanted = sorted(set(names))
+        if not wanted:
+            return set()
+        body = self.get(
+            "/traits?name=in:" + ",".join(wanted), microversion=TRAITS_VERSION
+        )
+        return set(body.get("traits", [])) & set(wanted)
+
+    def provider_traits(self, rp_uuid: str) -> tuple[set[str], int]:
+        """Return a provider's traits and its generation."""
+        body = self.get(
+            f"/resource_providers/{rp_uuid}/traits",
+            microversion=TRAITS_VERSION,
+        )
+        return set(body["traits"]), int(body["resource_provider_generation"])
+
+    def update_provider_traits(
+        self,
+        rp_uuid: str,
+        add: Iterable[str] = (),
+        remove: Iterable[str] = (),
+    ) -> bool:
+        """Add and remove traits on a provider, leaving every other trait.
+
+        Reads the traits with the provider generation, writes the new set
+        with that generation, and on a 409 conflict (someone else, such as
+        nova-compute setting ``COMPUTE_STATUS_DISABLED``, wrote in between)
+        reads again and retries, so no concurrent write is lost. Returns
+        True if it wrote, False if nothing needed to change.
+        """
+        add, remove = set(add), set(remove)
+        for _attempt in range(MAX_CONFLICT_RETRIES):
+            current, generation = self.provider_traits(rp_uuid)
+            wanted = (current | add) - remove
+            if wanted == current:
+                return False
+            body: dict[str, Any] = {
+                "traits": sorted(wanted),
+                "resource_provider_generation": generation,
+            }
+            try:
+                self.request(
+                    "PUT", f"/resource_providers/{rp_uuid}/traits",
+                    microversion=TRAITS_VERSION, json_body=body,
+                )
+                return True
+            except http.ApiError as exc:
+                if exc.status != 409:
+                    raise
+        raise http.ApiError(
+            self.service, "PUT", f"/resource_providers/{rp_uuid}/traits", 409,
+            f"provider generation kept changing; gave up after "
+            f"{MAX_CONFLICT_RETRIES} attempts",
+        )

@@ -1,0 +1,40 @@
+"""Trait names this project owns, and the one rule for what a valid one is.
+
+Placement accepts a custom trait only when it matches ``CUSTOM_[A-Z0-9_]+``
+(at most 255 characters); ``os_traits.is_custom`` checks only the prefix.
+"""
+import re
+
+import os_traits
+
+#: Set by the trait sync on a provider whose compute node is no longer
+#: backed by a live reporter (duplicate after a rebalance, node gone from
+#: Ironic, or, when enabled, too old).
+STALE_NODE = "CUSTOM_DRAIN_STALE_NODE"
+
+#: Set by the trait sync on an Ironic node's provider (and on the Ironic node
+#: itself) while Ironic says the node cannot take an instance.
+BAREMETAL_UNAVAILABLE = "CUSTOM_DRAIN_BAREMETAL_UNAVAILABLE"
+
+#: Set by an operator to drain a host by hand; the sync never touches it.
+#: On an Ironic node set it on the node (``baremetal node add trait``): Nova's
+#: Ironic driver overwrites the provider's traits with the node's.
+DRAIN_HOST = "CUSTOM_DRAIN_HOST"
+
+#: What the placement pre-filter forbids unless configured otherwise.
+DEFAULT_FORBIDDEN = (STALE_NODE, BAREMETAL_UNAVAILABLE, DRAIN_HOST)
+
+#: The traits the sync engine owns: it sets and removes these and no other.
+MANAGED = (STALE_NODE, BAREMETAL_UNAVAILABLE)
+
+_CUSTOM_TRAIT = re.compile(r"^CUSTOM_[A-Z0-9_]+$")
+CUSTOM_TRAIT_PATTERN = _CUSTOM_TRAIT.pattern
+
+
+def is_valid_custom_trait(name: str) -> bool:
+    """Return True if placement would accept ``name`` as a custom trait."""
+    return (
+        os_traits.is_custom(name)
+        and len(name) <= 255
+        and _CUSTOM_TRAIT.match(name) is not None
+    )
