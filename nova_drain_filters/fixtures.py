@@ -94,18 +94,22 @@ class DrainFilters(fixtures.Fixture):
         placement: Any = None,
         enabled: Iterable[str] = OUR_FILTER_NAMES,
         prefilter: bool = True,
+        first: bool = False,
         **options: Any,
     ) -> None:
         """
         :param placement: Nova's PlacementFixture, to reach it for traits.
         :param enabled: our filter names to append to ``enabled_filters``.
         :param prefilter: ``[drain_filters] placement_prefilter``.
+        :param first: put our filters before Nova's, so their reasons are
+            logged before a Nova filter drops the same host without one.
         :param options: other ``[drain_filters]`` options.
         """
         super().__init__()
         self.placement = placement
         self.enabled = list(enabled)
         self.prefilter = prefilter
+        self.first = first
         self.options = options
 
     def _setUp(self) -> None:
@@ -115,8 +119,12 @@ class DrainFilters(fixtures.Fixture):
         available = list(CONF.filter_scheduler.available_filters)
         if ALL_FILTERS not in available:
             available.append(ALL_FILTERS)
-        enabled = list(CONF.filter_scheduler.enabled_filters)
-        enabled += [name for name in self.enabled if name not in enabled]
+        nova_enabled = [name for name in CONF.filter_scheduler.enabled_filters
+                        if name not in self.enabled]
+        if self.first:
+            enabled = self.enabled + nova_enabled
+        else:
+            enabled = nova_enabled + self.enabled
         fixture.config(group="filter_scheduler",
                        available_filters=available, enabled_filters=enabled)
         fixture.config(group=drain_conf.GROUP,
