@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import atexit
 import sys
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -22,105 +21,76 @@ from typing import Any
 import fixtures
 import requests
 
-from tests.functional.services.ironic_server import (
-    REPO_ROOT, ServiceAPIError, ServiceProcess, ServiceStartError,
-    child_env, free_port, http_session, log_detail, make_service_dir,
-    remove_service_dir, write_ini)
+from tests.functional.services.ironic_server import REPO_ROOT
+from tests.functional.services.ironic_server import LoopbackService
+from tests.functional.services.ironic_server import ServiceAPIError
+from tests.functional.services.ironic_server import ServiceProcess
+from tests.functional.services.ironic_server import child_env
+from tests.functional.services.ironic_server import http_session
+from tests.functional.services.ironic_server import log_detail
+from tests.functional.services.ironic_server import make_service_dir
+from tests.functional.services.ironic_server import write_ini
 
-PLACEMENT_API_VERSION = '1.39'
+PLACEMENT_API_VERSION = "1.39"
 """Placement microversion the test client pins (the newest in 16.0.0)."""
 
-ADMIN_TOKEN = 'admin'
+ADMIN_TOKEN = "admin"
 """``noauth2`` treats the token ``admin`` as a user with the admin role."""
 
-MODULE = 'tests.functional.services.placement_server'
+MODULE = "tests.functional.services.placement_server"
 
 
-def placement_config(state_dir: Path,
-                     debug: bool = False) -> dict[str, dict[str, str | bool]]:
+def placement_config(
+    state_dir: Path, debug: bool = False
+) -> dict[str, dict[str, str | bool]]:
     """Return placement.conf sections for an isolated server."""
     return {
-        'DEFAULT': {'debug': debug, 'use_stderr': True},
-        'api': {'auth_strategy': 'noauth2'},
-        'placement_database': {
-            'connection': f'sqlite:///{state_dir / "placement.db"}',
-            'sync_on_startup': True,
+        "DEFAULT": {"debug": debug, "use_stderr": True},
+        "api": {"auth_strategy": "noauth2"},
+        "placement_database": {
+            "connection": f"sqlite:///{state_dir / 'placement.db'}",
+            "sync_on_startup": True,
         },
     }
 
 
-class PlacementServer:
+class PlacementServer(LoopbackService):
     """A real Placement API process bound to a loopback port."""
 
-    def __init__(self, host: str = '127.0.0.1', port: int | None = None,
-                 ready_timeout: float = 60.0, debug: bool = False,
-                 python: str = sys.executable):
-        self.host = host
-        self.port = port
-        self.ready_timeout = ready_timeout
-        self.debug = debug
+    name = "placement"
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        ready_timeout: float = 60.0,
+        debug: bool = False,
+        python: str = sys.executable,
+    ):
+        super().__init__(host, port, ready_timeout, debug)
         self.python = python
-        self.state_dir: Path | None = None
-        self.startup_seconds: float | None = None
-        self._process: ServiceProcess | None = None
-        self._final_log = ''
 
-    @property
-    def url(self) -> str:
-        """Base URL of the API, e.g. ``http://127.0.0.1:40124``."""
-        if self.port is None:
-            raise RuntimeError('PlacementServer is not started')
-        return f'http://{self.host}:{self.port}'
-
-    @property
-    def pid(self) -> int | None:
-        """PID of the server process while it runs."""
-        return self._process.pid if self._process is not None else None
-
-    def start(self) -> None:
-        """Write the config, start the server and wait until it answers."""
-        if self._process is not None:
-            raise RuntimeError('PlacementServer is already started')
-        if self.port is None:
-            self.port = free_port(self.host)
-        self.state_dir = make_service_dir('ndf-placement-')
-        write_ini(self.state_dir / 'placement.conf',
-                  placement_config(self.state_dir, self.debug))
-        started = time.monotonic()
-        self._process = ServiceProcess(
-            'placement',
-            [self.python, '-m', MODULE, self.host, str(self.port)],
-            self.state_dir / 'placement.log',
-            env=child_env({'OS_PLACEMENT_CONFIG_DIR': str(self.state_dir)}),
-            cwd=REPO_ROOT)
+    def _start_once(self) -> None:
+        self.state_dir = make_service_dir("ndf-placement-")
         atexit.register(self.stop)
+        write_ini(
+            self.state_dir / "placement.conf",
+            placement_config(self.state_dir, self.debug),
+        )
+        self._process = ServiceProcess(
+            "placement",
+            [self.python, "-m", MODULE, self.host, str(self.port)],
+            self.state_dir / "placement.log",
+            env=child_env({"OS_PLACEMENT_CONFIG_DIR": str(self.state_dir)}),
+            cwd=REPO_ROOT,
+        )
         self._process.start()
-        with http_session({'X-Auth-Token': ADMIN_TOKEN}) as session:
-            try:
-                self._process.wait_ready(
-                    lambda: session.get(f'{self.url}/', timeout=2).status_code
-                    == 200, self.ready_timeout)
-            except ServiceStartError:
-                self.stop()
-                raise
-        self.startup_seconds = time.monotonic() - started
-
-    def log_tail(self, max_chars: int = 6000) -> str:
-        """Return the end of the server log (kept in memory after stop)."""
-        if self._process is not None:
-            return self._process.log_tail(max_chars)
-        return self._final_log[-max_chars:]
-
-    def stop(self) -> None:
-        """Stop the server by PID and remove its temp dir; idempotent."""
-        process, self._process = self._process, None
-        if process is not None:
-            process.stop()
-            self._final_log = process.log_tail()
-        atexit.unregister(self.stop)
-        if self.state_dir is not None:
-            remove_service_dir(self.state_dir)
-            self.state_dir = None
+        # The app (and its DB sync) is built before the server binds, so
+        # an answer from / means the database is ready too.
+        with http_session({"X-Auth-Token": ADMIN_TOKEN}) as session:
+            self._wait_ready(
+                lambda: session.get(f"{self.url}/", timeout=2).status_code == 200
+            )
 
 
 class PlacementServerFixture(fixtures.Fixture):
@@ -132,14 +102,13 @@ class PlacementServerFixture(fixtures.Fixture):
 
     def __init__(self, ready_timeout: float = 60.0, debug: bool = False):
         super().__init__()
-        self.server = PlacementServer(ready_timeout=ready_timeout,
-                                      debug=debug)
-        self.url = ''
+        self.server = PlacementServer(ready_timeout=ready_timeout, debug=debug)
+        self.url = ""
         self.client: PlacementTestClient | None = None
 
     def _setUp(self) -> None:
         self.addCleanup(self.server.stop)
-        self.addDetail('placement-log', log_detail(self.server.log_tail))
+        self.addDetail("placement-log", log_detail(self.server.log_tail))
         self.server.start()
         self.url = self.server.url
         self.client = PlacementTestClient(self.url)
@@ -149,69 +118,69 @@ class PlacementServerFixture(fixtures.Fixture):
 class PlacementTestClient:
     """Minimal typed Placement API client for test set-up and checks."""
 
-    def __init__(self, url: str, api_version: str = PLACEMENT_API_VERSION,
-                 timeout: float = 10.0):
-        self.url = url.rstrip('/')
+    def __init__(
+        self, url: str, api_version: str = PLACEMENT_API_VERSION, timeout: float = 10.0
+    ):
+        self.url = url.rstrip("/")
         self.timeout = timeout
-        self.session = http_session({
-            'X-Auth-Token': ADMIN_TOKEN,
-            'OpenStack-API-Version': f'placement {api_version}',
-            'Accept': 'application/json',
-        })
+        self.session = http_session(
+            {
+                "X-Auth-Token": ADMIN_TOKEN,
+                "OpenStack-API-Version": f"placement {api_version}",
+                "Accept": "application/json",
+            }
+        )
 
     def close(self) -> None:
         """Close the underlying HTTP session."""
         self.session.close()
 
-    def request(self, method: str, path: str, json: Any = None,
-                expected: Iterable[int] = (200,)) -> requests.Response:
+    def request(
+        self, method: str, path: str, json: Any = None, expected: Iterable[int] = (200,)
+    ) -> requests.Response:
         """Send a request to ``<url><path>``; raise unless status expected."""
-        url = f'{self.url}{path}'
-        resp = self.session.request(method, url, json=json,
-                                    timeout=self.timeout)
+        url = f"{self.url}{path}"
+        resp = self.session.request(method, url, json=json, timeout=self.timeout)
         if resp.status_code not in tuple(expected):
             raise ServiceAPIError(method, url, resp.status_code, resp.text)
         return resp
 
-    def create_resource_provider(self, name: str, uuid: str | None = None,
-                                 parent_uuid: str | None = None
-                                 ) -> dict[str, Any]:
+    def create_resource_provider(
+        self, name: str, uuid: str | None = None, parent_uuid: str | None = None
+    ) -> dict[str, Any]:
         """Create a resource provider and return it."""
-        body: dict[str, Any] = {'name': name}
+        body: dict[str, Any] = {"name": name}
         if uuid is not None:
-            body['uuid'] = uuid
+            body["uuid"] = uuid
         if parent_uuid is not None:
-            body['parent_provider_uuid'] = parent_uuid
-        return self.request('POST', '/resource_providers', body,
-                            (200,)).json()
+            body["parent_provider_uuid"] = parent_uuid
+        return self.request("POST", "/resource_providers", body, (200,)).json()
 
     def get_resource_provider(self, uuid: str) -> dict[str, Any]:
         """Return one resource provider."""
-        return self.request('GET', f'/resource_providers/{uuid}').json()
+        return self.request("GET", f"/resource_providers/{uuid}").json()
 
     def ensure_trait(self, name: str) -> bool:
         """Create a ``CUSTOM_*`` trait; True if new, False if it existed."""
-        resp = self.request('PUT', f'/traits/{name}', expected=(201, 204))
+        resp = self.request("PUT", f"/traits/{name}", expected=(201, 204))
         return resp.status_code == 201
 
     def trait_exists(self, name: str) -> bool:
         """Return whether the trait is known to placement."""
-        resp = self.request('GET', f'/traits/{name}', expected=(204, 404))
+        resp = self.request("GET", f"/traits/{name}", expected=(204, 404))
         return resp.status_code == 204
 
     def get_provider_traits(self, uuid: str) -> list[str]:
         """Return the traits of a resource provider."""
-        path = f'/resource_providers/{uuid}/traits'
-        return self.request('GET', path).json()['traits']
+        path = f"/resource_providers/{uuid}/traits"
+        return self.request("GET", path).json()["traits"]
 
-    def set_provider_traits(self, uuid: str,
-                            traits: Iterable[str]) -> list[str]:
+    def set_provider_traits(self, uuid: str, traits: Iterable[str]) -> list[str]:
         """Replace a provider's traits (using its current generation)."""
-        generation = self.get_resource_provider(uuid)['generation']
-        body = {'resource_provider_generation': generation,
-                'traits': sorted(traits)}
-        path = f'/resource_providers/{uuid}/traits'
-        return self.request('PUT', path, body).json()['traits']
+        generation = self.get_resource_provider(uuid)["generation"]
+        body = {"resource_provider_generation": generation, "traits": sorted(traits)}
+        path = f"/resource_providers/{uuid}/traits"
+        return self.request("PUT", path, body).json()["traits"]
 
 
 def serve(host: str, port: int) -> None:
@@ -221,9 +190,9 @@ def serve(host: str, port: int) -> None:
     from placement.wsgi import api
 
     server = simple_server.make_server(host, port, api.application)
-    print(f'placement serving on http://{host}:{port}', flush=True)
+    print(f"placement serving on http://{host}:{port}", flush=True)
     server.serve_forever()
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     serve(sys.argv[1], int(sys.argv[2]))

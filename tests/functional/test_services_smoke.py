@@ -1,0 +1,121 @@
+"""Smoke tests: the real Ironic and Placement servers start and work."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import testtools
+
+from tests.functional.services.ironic_server import IronicServerFixture
+from tests.functional.services.ironic_server import IronicTestClient
+from tests.functional.services.placement_server import PlacementServerFixture
+from tests.functional.services.placement_server import PlacementTestClient
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class IronicServerSmokeTest(testtools.TestCase):
+    """Drive a fake-hardware node through real Ironic state changes."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.ironic = self.useFixture(IronicServerFixture())
+        assert self.ironic.client is not None
+        self.client: IronicTestClient = self.ironic.client
+
+    def test_node_lifecycle(self) -> None:
+        node = self.client.create_node(name="ndf-smoke-0", resource_class="baremetal")
+        node_id = node["uuid"]
+        self.assertEqual("enroll", node["provision_state"])
+        self.assertEqual("baremetal", node["resource_class"])
+        self.assertEqual("fake-hardware", node["driver"])
+
+        self.assertEqual("manageable", self.client.manage(node_id)["provision_state"])
+        self.assertEqual("available", self.client.provide(node_id)["provision_state"])
+
+        self.client.add_trait(node_id, "CUSTOM_NDF_SMOKE")
+        self.assertEqual(["CUSTOM_NDF_SMOKE"], self.client.get_traits(node_id))
+        self.client.remove_trait(node_id, "CUSTOM_NDF_SMOKE")
+        self.assertEqual([], self.client.get_traits(node_id))
+
+        instance = str(uuid.uuid4())
+        node = self.client.deploy(node_id, instance_uuid=instance)
+        self.assertEqual("active", node["provision_state"])
+        self.assertEqual(instance, node["instance_uuid"])
+
+        node = self.client.undeploy(node_id)
+        self.assertEqual("available", node["provision_state"])
+        self.assertIsNone(node["instance_uuid"])
+
+        node = self.client.set_maintenance(node_id, True, reason="ndf smoke")
+        self.assertTrue(node["maintenance"])
+        self.assertEqual("ndf smoke", node["maintenance_reason"])
+        node = self.client.set_maintenance(node_id, False)
+        self.assertFalse(node["maintenance"])
+        self.assertIsNone(node["maintenance_reason"])
+
+        self.client.delete_node(node_id)
+        self.assertEqual([], self.client.list_nodes())
+
+    def test_manual_clean_and_clean_failed(self) -> None:
+        node_id = self.client.make_available_node(name="ndf-smoke-1")["uuid"]
+        self.client.manage(node_id)
+        self.assertEqual(
+            "manageable", self.client.clean_manual(node_id)["provision_state"]
+        )
+
+        node = self.client.fail_cleaning(node_id)
+        self.assertEqual("clean failed", node["provision_state"])
+        self.assertIn("ndf_no_such_step", node["last_error"])
+
+        self.assertEqual("manageable", self.client.manage(node_id)["provision_state"])
+        node = self.client.set_power_state(node_id, "power off")
+        self.assertEqual("power off", node["power_state"])
+
+    def test_server_stops_by_pid(self) -> None:
+        pid = self.ironic.server.pid
+        self.assertIsNotNone(pid)
+        assert pid is not None
+        self.ironic.server.stop()
+        self.assertFalse(_pid_alive(pid))
+        self.ironic.server.stop()  # idempotent
+
+
+class PlacementServerSmokeTest(testtools.TestCase):
+    """Create a provider and a custom trait in a real Placement server."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.placement = self.useFixture(PlacementServerFixture())
+        assert self.placement.client is not None
+        self.client: PlacementTestClient = self.placement.client
+
+    def test_provider_and_custom_trait(self) -> None:
+        rp = self.client.create_resource_provider("ndf-smoke-rp")
+        self.assertEqual("ndf-smoke-rp", rp["name"])
+        self.assertEqual(0, rp["generation"])
+
+        self.assertTrue(self.client.ensure_trait("CUSTOM_NDF_SMOKE"))
+        self.assertFalse(self.client.ensure_trait("CUSTOM_NDF_SMOKE"))
+        self.assertTrue(self.client.trait_exists("CUSTOM_NDF_SMOKE"))
+
+        self.client.set_provider_traits(rp["uuid"], ["CUSTOM_NDF_SMOKE"])
+        self.assertEqual(
+            ["CUSTOM_NDF_SMOKE"], self.client.get_provider_traits(rp["uuid"])
+        )
+        self.assertEqual(1, self.client.get_resource_provider(rp["uuid"])["generation"])
+
+    def test_server_stops_by_pid(self) -> None:
+        pid = self.placement.server.pid
+        self.assertIsNotNone(pid)
+        assert pid is not None
+        self.placement.server.stop()
+        self.assertFalse(_pid_alive(pid))
+        self.placement.server.stop()  # idempotent
