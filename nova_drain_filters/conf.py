@@ -111,6 +111,105 @@ Related options:
 ]
 
 
+FAIL_PASS = "pass"
+FAIL_REJECT = "reject"
+
+baremetal_opts = [
+    cfg.IntOpt(
+        "baremetal_refresh_interval",
+        default=15,
+        min=1,
+        help="""
+Seconds between two refreshes of the scheduler's snapshot of Ironic nodes.
+
+A background thread in each scheduler process lists all Ironic nodes (one
+request per ``baremetal_page_size`` nodes) and swaps in the new snapshot;
+``BaremetalAvailabilityFilter`` and ``StaleComputeNodeFilter`` only read it,
+so scheduling never waits on Ironic. Nova itself learns of a node that went
+to cleaning or maintenance only on nova-compute's periodic resource update,
+which with hundreds of nodes per service takes minutes; keep this well
+below that.
+
+Possible values:
+
+* A number of seconds, 1 or more.
+
+Related options:
+
+* ``baremetal_max_snapshot_age``
+* ``baremetal_page_size``
+* The ``[ironic]`` section: how to reach Ironic (auth, endpoint, TLS,
+  ``timeout``), shared with Nova's Ironic driver.
+""",
+    ),
+    cfg.IntOpt(
+        "baremetal_max_snapshot_age",
+        default=120,
+        min=1,
+        help="""
+How old, in seconds, the Ironic snapshot may get before it is not trusted.
+
+While refreshes fail (Ironic down, timing out, answering 5xx or garbage) the
+filters keep deciding on the last good snapshot up to this age; after that,
+``baremetal_failure_mode`` applies. Must not be smaller than
+``baremetal_refresh_interval``.
+
+Possible values:
+
+* A number of seconds, at least ``baremetal_refresh_interval``.
+
+Related options:
+
+* ``baremetal_failure_mode``
+""",
+    ),
+    cfg.StrOpt(
+        "baremetal_failure_mode",
+        default=FAIL_PASS,
+        choices=[
+            (FAIL_PASS, "Pass every Ironic host; log an error once per "
+                        "refresh interval."),
+            (FAIL_REJECT, "Reject every Ironic host until Ironic answers."),
+        ],
+        help="""
+What the baremetal filters do without a trustworthy Ironic snapshot.
+
+``pass`` (the default) falls back to what Nova does without these filters:
+a node that cannot be used still fails at build time on nova-compute and the
+build is rescheduled. ``reject`` would turn an Ironic API outage, which need
+not stop nodes from deploying, into ``NoValidHost`` for every baremetal boot,
+so it suits only clouds that prefer no build to a failed one.
+
+Possible values:
+
+* ``pass``: every Ironic host passes; an error is logged once per interval.
+* ``reject``: every Ironic host is rejected with a ``baremetal state
+  unknown`` reason.
+
+Related options:
+
+* ``baremetal_max_snapshot_age``
+""",
+    ),
+    cfg.IntOpt(
+        "baremetal_page_size",
+        default=1000,
+        min=1,
+        help="""
+Nodes asked for per ``GET /v1/nodes`` request when refreshing the snapshot.
+
+Ironic caps it at its own ``[api] max_limit`` (1000 by default); the refresh
+follows Ironic's ``next`` links, so a larger value is harmless. 10,000 nodes
+take 10 requests at the default.
+
+Possible values:
+
+* A positive number of nodes.
+""",
+    ),
+]
+
+
 class ConfigError(ValueError):
     """A ``[drain_filters]`` option has a value the filters cannot use."""
 
@@ -118,12 +217,12 @@ class ConfigError(ValueError):
 def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register the ``[drain_filters]`` options on ``conf`` (idempotent)."""
     conf.register_group(drain_group)
-    conf.register_opts(filter_opts, group=drain_group)
+    conf.register_opts(filter_opts + baremetal_opts, group=drain_group)
 
 
 def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
     """Return the options for ``oslo-config-generator``."""
-    return [(drain_group, list(filter_opts))]
+    return [(drain_group, filter_opts + baremetal_opts)]
 
 
 def _option_names() -> Iterable[str]:
@@ -152,3 +251,9 @@ def validate(conf: cfg.ConfigOpts) -> None:
                         f"[{GROUP}] forbidden_traits: {trait!r} is not a "
                         f"custom trait (must match {traits.CUSTOM_TRAIT_PATTERN})"
                     )
+    if group.baremetal_max_snapshot_age < group.baremetal_refresh_interval:
+        raise ConfigError(
+            f"[{GROUP}] baremetal_max_snapshot_age: "
+            f"{group.baremetal_max_snapshot_age} is smaller than "
+            f"baremetal_refresh_interval ({group.baremetal_refresh_interval})"
+        )

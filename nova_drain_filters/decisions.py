@@ -21,6 +21,9 @@ class ReasonCode(str, enum.Enum):
     SERVICE_DOWN = "service_down"
     DUPLICATE_NODE = "duplicate_node"
     NODE_TOO_OLD = "node_too_old"
+    IRONIC_NODE_MISSING = "ironic_node_missing"
+    BAREMETAL_UNAVAILABLE = "baremetal_unavailable"
+    BAREMETAL_UNKNOWN = "baremetal_unknown"
 
 
 _LABELS = {
@@ -29,6 +32,9 @@ _LABELS = {
     ReasonCode.SERVICE_DOWN: "service down",
     ReasonCode.DUPLICATE_NODE: "duplicate compute node",
     ReasonCode.NODE_TOO_OLD: "compute node not updated",
+    ReasonCode.IRONIC_NODE_MISSING: "node missing from Ironic",
+    ReasonCode.BAREMETAL_UNAVAILABLE: "baremetal",
+    ReasonCode.BAREMETAL_UNKNOWN: "baremetal state unknown",
 }
 
 # Which trait the sync sets for a reason. Service reasons have none: Nova
@@ -36,6 +42,8 @@ _LABELS = {
 _TRAITS = {
     ReasonCode.DUPLICATE_NODE: traits.STALE_NODE,
     ReasonCode.NODE_TOO_OLD: traits.STALE_NODE,
+    ReasonCode.IRONIC_NODE_MISSING: traits.STALE_NODE,
+    ReasonCode.BAREMETAL_UNAVAILABLE: traits.BAREMETAL_UNAVAILABLE,
 }
 
 
@@ -91,15 +99,48 @@ class NodeFacts:
         return (self.host, self.nodename)
 
 
-def _utc(value: datetime.datetime) -> datetime.datetime:
+@dataclasses.dataclass(frozen=True)
+class IronicNodeFacts:
+    """The fields of an Ironic node that say whether it can take an instance."""
+
+    uuid: str
+    provision_state: str | None
+    power_state: str | None = None
+    maintenance: bool = False
+    maintenance_reason: str | None = None
+    retired: bool = False
+    retired_reason: str | None = None
+    fault: str | None = None
+    instance_uuid: str | None = None
+    allocation_uuid: str | None = None
+    name: str | None = None
+    traits: frozenset[str] = frozenset()
+
+
+#: The hypervisor_type Nova's Ironic driver reports
+#: (``nova/virt/ironic/driver.py`` ``_get_hypervisor_type``).
+IRONIC_HYPERVISOR_TYPE = "ironic"
+
+#: Power states Nova's Ironic driver itself counts as unusable
+#: (``_node_resources_unavailable``: ERROR and NOSTATE).
+_BAD_POWER_STATES = (None, "error")
+
+
+def is_ironic(hypervisor_type: str | None) -> bool:
+    """True for a compute node that Nova's Ironic driver reports."""
+    return hypervisor_type == IRONIC_HYPERVISOR_TYPE
+
+
+def as_utc(value: datetime.datetime) -> datetime.datetime:
+    """The same time, timezone-aware; naive times are UTC in Nova's DB."""
     if value.tzinfo is None:
         return value.replace(tzinfo=datetime.timezone.utc)
     return value
 
 
 def _ago(then: datetime.datetime, now: datetime.datetime) -> str:
-    seconds = int((_utc(now) - _utc(then)).total_seconds())
-    return f"{_utc(then).strftime('%Y-%m-%dT%H:%M:%SZ')}, {seconds}s ago"
+    seconds = int((as_utc(now) - as_utc(then)).total_seconds())
+    return f"{as_utc(then).strftime('%Y-%m-%dT%H:%M:%SZ')}, {seconds}s ago"
 
 
 def service_reasons(
@@ -138,7 +179,7 @@ def service_reasons(
 
 def _keeper_rank(node: NodeFacts) -> tuple[bool, datetime.datetime, str, str]:
     oldest = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
-    updated = _utc(node.updated_at) if node.updated_at else oldest
+    updated = as_utc(node.updated_at) if node.updated_at else oldest
     # Highest rank wins: a live service first, then the newest record; host
     # and uuid only make the choice deterministic.
     return (node.service_up, updated, node.host, node.uuid or "")
@@ -182,13 +223,51 @@ def age_reason(
     """
     if max_age <= 0 or node.updated_at is None:
         return None
-    age = (_utc(now) - _utc(node.updated_at)).total_seconds()
+    age = (as_utc(now) - as_utc(node.updated_at)).total_seconds()
     if age <= max_age:
         return None
     return Reason(
         ReasonCode.NODE_TOO_OLD,
         f"last updated {_ago(node.updated_at, now)} (limit {max_age}s)",
     )
+
+
+def baremetal_reasons(node: IronicNodeFacts) -> list[Reason]:
+    """Why Ironic says this node cannot take a new instance; [] if it can.
+
+    A node can take one when it is ``available``, not in maintenance, not
+    retired, without a fault, with a known power state that is not
+    ``error``, and with neither an instance nor an allocation on it. Each
+    failed condition is one reason, e.g. ``baremetal: provision_state=clean
+    wait``.
+    """
+    found = []
+
+    def add(detail: str) -> None:
+        found.append(Reason(ReasonCode.BAREMETAL_UNAVAILABLE, detail))
+
+    if node.provision_state != "available":
+        add(f"provision_state={node.provision_state}")
+    if node.maintenance:
+        add("maintenance" + (f" ({node.maintenance_reason})"
+                             if node.maintenance_reason else ""))
+    if node.power_state in _BAD_POWER_STATES:
+        add(f"power_state={node.power_state or 'unknown'}")
+    if node.retired:
+        add("retired" + (f" ({node.retired_reason})"
+                         if node.retired_reason else ""))
+    if node.fault:
+        add(f"fault={node.fault}")
+    if node.instance_uuid:
+        add(f"instance_uuid={node.instance_uuid}")
+    if node.allocation_uuid:
+        add(f"allocation_uuid={node.allocation_uuid}")
+    return found
+
+
+def missing_from_ironic_reason(node_uuid: str) -> Reason:
+    """The reason for a compute node whose Ironic node no longer exists."""
+    return Reason(ReasonCode.IRONIC_NODE_MISSING, node_uuid)
 
 
 def summarize(reasons: Sequence[Reason]) -> str:

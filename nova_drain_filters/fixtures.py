@@ -22,6 +22,7 @@ from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 
+from nova_drain_filters import baremetal
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import request_filter
 from nova_drain_filters.filters import FILTER_CLASSES
@@ -86,6 +87,29 @@ class PlacementAuth(fixtures.Fixture):
         self.addCleanup(request_filter.reset)
 
 
+class IronicEndpoint(fixtures.Fixture):
+    """Point ``[ironic]`` at an Ironic without auth (a test's own server)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+
+    def _setUp(self) -> None:
+        fixture = self.useFixture(config_fixture.Config(CONF))
+        fixture.config(group="ironic", auth_type="none",
+                       endpoint_override=self.url)
+
+
+class BaremetalView(fixtures.Fixture):
+    """A fresh Ironic view for the test, its refresher stopped afterwards."""
+
+    def _setUp(self) -> None:
+        self.view = baremetal.IronicView()
+        baremetal.set_view(self.view)
+        self.addCleanup(baremetal.set_view, None)
+        self.addCleanup(self.view.stop)
+
+
 class DrainFilters(fixtures.Fixture):
     """Enable the drain filters (and by default the pre-filter) in Nova."""
 
@@ -95,6 +119,7 @@ class DrainFilters(fixtures.Fixture):
         enabled: Iterable[str] = OUR_FILTER_NAMES,
         prefilter: bool = True,
         first: bool = False,
+        ironic_url: str | None = None,
         **options: Any,
     ) -> None:
         """
@@ -103,6 +128,7 @@ class DrainFilters(fixtures.Fixture):
         :param prefilter: ``[drain_filters] placement_prefilter``.
         :param first: put our filters before Nova's, so their reasons are
             logged before a Nova filter drops the same host without one.
+        :param ironic_url: an Ironic (noauth) for the baremetal filters.
         :param options: other ``[drain_filters]`` options.
         """
         super().__init__()
@@ -110,6 +136,7 @@ class DrainFilters(fixtures.Fixture):
         self.enabled = list(enabled)
         self.prefilter = prefilter
         self.first = first
+        self.ironic_url = ironic_url
         self.options = options
 
     def _setUp(self) -> None:
@@ -132,6 +159,9 @@ class DrainFilters(fixtures.Fixture):
         if self.placement is not None:
             self.useFixture(PlacementAuth(self.placement.endpoint,
                                           self.placement.token))
+        if self.ironic_url is not None:
+            self.useFixture(IronicEndpoint(self.ironic_url))
+        self.view = self.useFixture(BaremetalView()).view
         summary.reset()
         self.addCleanup(summary.reset)
         self.addCleanup(request_filter.uninstall)

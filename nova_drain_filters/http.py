@@ -102,6 +102,8 @@ class ServiceClient:
 
     def __init__(self, adapter: ks_adapter.Adapter) -> None:
         self.adapter = adapter
+        #: Requests sent so far, for request-count figures.
+        self.requests = 0
 
     def request(
         self,
@@ -125,6 +127,7 @@ class ServiceClient:
         }
         if json_body is not None:
             kwargs["json"] = json_body
+        self.requests += 1
         try:
             resp = self.adapter.request(url, method, **kwargs)
         except ks_exc.ClientException as exc:

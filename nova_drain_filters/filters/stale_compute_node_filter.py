@@ -4,6 +4,7 @@ from typing import Any
 
 from oslo_config import cfg
 
+from nova_drain_filters import baremetal
 from nova_drain_filters import decisions
 from nova_drain_filters.filters import base
 
@@ -11,7 +12,7 @@ CONF = cfg.CONF
 
 
 class StaleComputeNodeFilter(base.DrainFilter):
-    """Reject duplicate compute nodes and, if enabled, too old ones."""
+    """Reject duplicates, nodes gone from Ironic and, if enabled, old ones."""
 
     # RUN_ON_REBUILD = False and run_filter_once_per_request = True are
     # inherited from DrainFilter, which says why.
@@ -30,11 +31,19 @@ class StaleComputeNodeFilter(base.DrainFilter):
         duplicates = decisions.duplicate_reasons(facts.values())
         max_age = CONF.drain_filters.stale_node_max_age
         now = base.now()
+        view = None
+        if any(decisions.is_ironic(n.hypervisor_type) for n in facts.values()):
+            view = baremetal.get_view()
+            view.ensure_running()
         found: base.Rejections = {}
         for key, node in facts.items():
             reasons = []
             if node.key in duplicates:
                 reasons.append(duplicates[node.key])
+            if view is not None and decisions.is_ironic(node.hypervisor_type):
+                missing = view.missing_reason(node.nodename, node.updated_at)
+                if missing:
+                    reasons.append(missing)
             too_old = decisions.age_reason(node, now, max_age)
             if too_old:
                 reasons.append(too_old)

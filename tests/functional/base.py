@@ -58,7 +58,8 @@ class DrainTestBase(integrated_helpers._IntegratedTestBase):
         if self.DRAIN:
             self.drain = self.useFixture(ndf_fixtures.DrainFilters(
                 placement=self.placement_fixture, prefilter=self.PREFILTER,
-                first=True, **self.DRAIN_OPTIONS))
+                first=True, ironic_url=getattr(self, "ironic_url", None),
+                **self.DRAIN_OPTIONS))
         else:
             self.flags(enabled_filters=["ComputeFilter"] + NOVA_FILTERS,
                        group="filter_scheduler")

@@ -1,0 +1,37 @@
+"""A fake virt driver that reports its nodes the way Nova's Ironic driver does.
+
+Each node's name and compute node UUID is an Ironic node UUID and the
+hypervisor type is ``ironic`` (``nova/virt/ironic/driver.py``
+``_node_resource``), so the drain filters treat them as Ironic nodes. Nova's
+Ironic driver itself needs a real deploy path; the fake one spawns nothing.
+"""
+import sys
+from typing import Any
+
+from nova.virt import fake
+
+
+class FakeIronicDriver(fake.FakeDriver):
+    """Reports ``NODES`` (Ironic node UUIDs) as its nodes."""
+
+    #: Set by the test before the compute service starts.
+    NODES: list[str] = []
+
+    def init_host(self, host: str) -> None:
+        self._host = host
+        self._set_nodes(list(self.NODES))
+
+    def get_available_resource(self, nodename: str) -> dict[str, Any]:
+        resources = super().get_available_resource(nodename)
+        if resources:
+            resources["hypervisor_type"] = "ironic"
+            resources["uuid"] = nodename
+        return resources
+
+    def get_nodenames_by_uuid(self, refresh: bool = False) -> dict[str, str]:
+        return {node: node for node in self.get_available_nodes()}
+
+
+# nova/virt/driver.py load_compute_driver imports 'nova.virt.<name>' only;
+# give this module a name there so [DEFAULT] compute_driver can point at it.
+sys.modules["nova.virt.drain_fake_ironic"] = sys.modules[__name__]

@@ -1,0 +1,115 @@
+"""BaremetalAvailabilityFilter and the missing-node rule: Nova's real
+scheduler with a real Ironic.
+
+One nova-compute fronts several nodes whose UUIDs are real Ironic node
+UUIDs (``FakeIronicDriver``). The nodes move through real Ironic state
+changes; the filters learn of them from the Ironic view's refresher, with no
+nova-compute periodic in between.
+"""
+import time
+from tests.functional import base
+from tests.functional import fake_ironic_driver
+from tests.functional.services import ironic_server
+
+REFRESH = 1
+
+
+class BaremetalTestBase(base.DrainTestBase):
+    HOSTS = ("bm-compute",)
+    COMPUTE_DRIVER = "drain_fake_ironic.FakeIronicDriver"
+    DRAIN_OPTIONS = {"baremetal_refresh_interval": REFRESH,
+                     "baremetal_max_snapshot_age": 60}
+    #: name -> how to prepare the node in Ironic before Nova starts.
+    NODES: dict[str, str] = {}
+
+    def setUp(self) -> None:
+        server = self.useFixture(ironic_server.IronicServerFixture())
+        self.ironic_url = server.url
+        self.ironic = ironic_server.IronicTestClient(server.url)
+        self.addCleanup(self.ironic.close)
+        self.nodes = {name: self._prepare(name, how)
+                      for name, how in self.NODES.items()}
+        self.by_uuid = {uuid: name for name, uuid in self.nodes.items()}
+        driver = fake_ironic_driver.FakeIronicDriver
+        self.addCleanup(setattr, driver, "NODES", driver.NODES)
+        driver.NODES = list(self.nodes.values())
+        super().setUp()
+        # What the refresher does every interval; done once here so the
+        # first boot does not run on an empty (warming-up) view. Then start
+        # the refresher, as the first scheduling request would.
+        self.assertTrue(self.drain.view.refresh())
+        self.drain.view.ensure_running()
+
+    def _prepare(self, name: str, how: str) -> str:
+        node = self.ironic.make_available_node(name=name)
+        uuid = node["uuid"]
+        self.ironic.set_power_state(uuid, "power off")
+        if how == "maintenance":
+            self.ironic.set_maintenance(uuid, True, reason="disk swap")
+        elif how == "manageable":
+            self.ironic.manage(uuid)
+        elif how == "clean failed":
+            self.ironic.manage(uuid)
+            self.ironic.fail_cleaning(uuid)
+        elif how == "deleted":
+            self.ironic.delete_node(uuid)
+        return uuid
+
+    def node_of(self, server: dict) -> str:
+        return self.by_uuid[server["OS-EXT-SRV-ATTR:hypervisor_hostname"]]
+
+    def wait_for_refresh_after(self, moment: float, timeout: float = 15) -> None:
+        """Wait until the view holds a listing that started after moment."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            snap = self.drain.view.trusted()
+            if snap is not None and snap.started_at > moment:
+                return
+            time.sleep(0.05)
+        self.fail(f"no Ironic refresh within {timeout}s")
+
+
+class BootsLandOnAvailableNodesTest(BaremetalTestBase):
+    NODES = {"avail-a": "available", "avail-b": "available",
+             "maint": "maintenance", "managed": "manageable",
+             "cleanfail": "clean failed", "gone": "deleted"}
+
+    def test_only_available_nodes_are_chosen(self) -> None:
+        landed = {self.node_of(self.boot()) for _ in range(4)}
+        self.assertTrue(landed <= {"avail-a", "avail-b"}, landed)
+        line = self.summary_lines()[0]
+        self.assertIn("6 hosts in, 2 left", line)
+        for reason in ("baremetal: maintenance (disk swap)",
+                       "baremetal: provision_state=manageable",
+                       "baremetal: provision_state=clean failed",
+                       "node missing from Ironic: " + self.nodes["gone"]):
+            self.assertIn(reason, line)
+        self.assertIn("StaleComputeNodeFilter rejected 1", line)
+
+
+class ExcludedWithinOneRefreshTest(BaremetalTestBase):
+    NODES = {"a": "available", "b": "available", "c": "available"}
+
+    def test_state_changes_reach_the_scheduler_without_nova(self) -> None:
+        updated = {n: self.compute_node("bm-compute", u).updated_at
+                   for n, u in self.nodes.items()}
+        changed_at = time.monotonic()
+        self.ironic.set_maintenance(self.nodes["a"], True, reason="bmc")
+        self.ironic.manage(self.nodes["b"])
+        self.ironic.fail_cleaning(self.nodes["b"])
+        self.wait_for_refresh_after(changed_at)
+        for _ in range(3):
+            self.assertEqual("c", self.node_of(self.boot()))
+
+        # Nova's records of a and b did not move: no resource update ran
+        # for them (c's changed only because it took the servers).
+        for name in ("a", "b"):
+            self.assertEqual(updated[name], self.compute_node(
+                "bm-compute", self.nodes[name]).updated_at)
+
+        # And back: a leaves maintenance, c goes in.
+        changed_at = time.monotonic()
+        self.ironic.set_maintenance(self.nodes["a"], False)
+        self.ironic.set_maintenance(self.nodes["c"], True)
+        self.wait_for_refresh_after(changed_at)
+        self.assertEqual("a", self.node_of(self.boot()))
