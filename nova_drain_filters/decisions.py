@@ -135,7 +135,7 @@ def as_utc(value: datetime.datetime) -> datetime.datetime:
     """The same time, timezone-aware; naive times are UTC in Nova's DB."""
     if value.tzinfo is None:
         return value.replace(tzinfo=datetime.timezone.utc)
-    return value
+    return value.astimezone(datetime.timezone.utc)
 
 
 def _ago(then: datetime.datetime, now: datetime.datetime) -> str:

@@ -85,6 +85,8 @@ class TraitGuard:
                 self._client = self._client_factory()
             created = [t for t in sorted(wanted) if self._client.ensure_trait(t)]
         except Exception as exc:  # never raise into the scheduler
+            # Remember what was tried, or every request would retry at once.
+            self._wanted = wanted
             self._next_check = self._clock() + RETRY_SECONDS
             LOG.warning(
                 "Could not make sure the forbidden traits %(traits)s exist "

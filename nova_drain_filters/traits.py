@@ -36,5 +36,5 @@ def is_valid_custom_trait(name: str) -> bool:
     return (
         os_traits.is_custom(name)
         and len(name) <= 255
-        and _CUSTOM_TRAIT.match(name) is not None
+        and _CUSTOM_TRAIT.fullmatch(name) is not None
     )

@@ -21,7 +21,9 @@ Rejections = dict[int, list[decisions.Reason]]
 def service_facts(host_state: Any, is_up: bool) -> decisions.ServiceFacts:
     """ServiceFacts from ``HostState.service``, a dict of the Service object."""
     service = host_state.service or {}
-    last_seen = service.get("last_seen_up") or service.get("updated_at")
+    # Only a real heartbeat counts; Nova's is_up falls back to created_at
+    # (nova/servicegroup/drivers/db.py), which the reason calls never seen.
+    last_seen = service.get("last_seen_up")
     if isinstance(last_seen, str):
         last_seen = timeutils.parse_isotime(last_seen)
     return decisions.ServiceFacts(
@@ -116,18 +118,18 @@ class DrainFilter(filters.BaseHostFilter):
             ):
                 return hosts
             found = self.rejections(hosts, spec_obj)
+            rejected: dict[Any, list[decisions.Reason]] = {}
+            for host_state in hosts:
+                reasons = list(found.get(id(host_state)) or ())
+                if reasons:
+                    rejected[host_state] = reasons
+                    LOG.debug("%(host)s rejected by %(filter)s: %(reason)s",
+                              {"host": host_state, "filter": name,
+                               "reason": decisions.summarize(reasons)})
         except Exception:
             LOG.exception("%s failed; passing every host", name)
             return hosts
-        passed = [h for h in hosts if id(h) not in found]
-        rejected: dict[Any, list[decisions.Reason]] = {}
-        for host_state in hosts:
-            reasons = found.get(id(host_state))
-            if reasons:
-                rejected[host_state] = reasons
-                LOG.debug("%(host)s rejected by %(filter)s: %(reason)s",
-                          {"host": host_state, "filter": name,
-                           "reason": decisions.summarize(reasons)})
+        passed = [h for h in hosts if h not in rejected]
         try:
             summary.record(name, spec_obj, len(hosts), len(passed), rejected)
         except Exception:

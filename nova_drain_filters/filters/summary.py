@@ -74,8 +74,10 @@ def _emit(pending: _Pending, early: bool = False) -> None:
 
 
 def _flush(key: int) -> None:
-    with _lock:
-        pending = _pending.pop(key, None)
+    # A weakref finalizer: it may run inside record()'s locked section when
+    # the garbage collector frees a spec there, so it must not take _lock.
+    # dict.pop is atomic.
+    pending = _pending.pop(key, None)
     if pending is not None:
         _emit(pending, early=True)
 

@@ -7,6 +7,7 @@ changes; the filters learn of them from the Ironic view's refresher, with no
 nova-compute periodic in between.
 """
 import time
+
 from tests.functional import base
 from tests.functional import fake_ironic_driver
 from tests.functional.services import ironic_server

@@ -1,0 +1,69 @@
+"""Small fakes shared by the unit tests."""
+import datetime
+from typing import Any
+
+
+class FakeHostState:
+    """The HostState attributes the drain filters read."""
+
+    def __init__(
+        self,
+        host: str = "host1",
+        nodename: str | None = None,
+        uuid: str | None = None,
+        updated: datetime.datetime | None = None,
+        hypervisor_type: str = "QEMU",
+        **service: Any,
+    ) -> None:
+        self.host = host
+        self.nodename = nodename or host
+        self.uuid = uuid or f"uuid-{self.host}-{self.nodename}"
+        self.updated = updated
+        self.hypervisor_type = hypervisor_type
+        self.service = {
+            "host": host,
+            "binary": "nova-compute",
+            "disabled": False,
+            "disabled_reason": None,
+            "forced_down": False,
+            "last_seen_up": None,
+            "created_at": None,
+            "updated_at": None,
+        }
+        self.service.update(service)
+
+    def __repr__(self) -> str:
+        return f"({self.host}, {self.nodename})"
+
+
+class FakeClock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class FakePlacement:
+    """Stands in for PlacementClient.ensure_trait."""
+
+    def __init__(self, existing: tuple[str, ...] = ()) -> None:
+        self.existing = set(existing)
+        self.calls: list[str] = []
+        self.error: Exception | None = None
+        self.before_call: Any = None
+
+    def ensure_trait(self, name: str) -> bool:
+        if self.before_call is not None:
+            self.before_call()
+        self.calls.append(name)
+        if self.error is not None:
+            raise self.error
+        created = name not in self.existing
+        self.existing.add(name)
+        return created
