@@ -25,6 +25,7 @@ class BaremetalTestBase(base.DrainTestBase):
 
     def setUp(self) -> None:
         server = self.useFixture(ironic_server.IronicServerFixture())
+        self.ironic_fixture = server
         self.ironic_url = server.url
         self.ironic = ironic_server.IronicTestClient(server.url)
         self.addCleanup(self.ironic.close)
@@ -114,3 +115,35 @@ class ExcludedWithinOneRefreshTest(BaremetalTestBase):
         self.ironic.set_maintenance(self.nodes["c"], True)
         self.wait_for_refresh_after(changed_at)
         self.assertEqual("a", self.node_of(self.boot()))
+
+
+class IronicOutageTest(BaremetalTestBase):
+    """Ironic goes away: scheduling goes on as baremetal_failure_mode says."""
+
+    NODES = {"a": "available", "b": "maintenance"}
+    DRAIN_OPTIONS = {"baremetal_refresh_interval": REFRESH,
+                     "baremetal_max_snapshot_age": 2}
+
+    def stop_ironic_and_wait_untrusted(self, timeout: float = 15) -> None:
+        self.ironic_fixture.server.stop()
+        deadline = time.monotonic() + timeout
+        while self.drain.view.trusted() is not None:
+            if time.monotonic() > deadline:
+                self.fail("snapshot still trusted with Ironic stopped")
+            time.sleep(0.05)
+
+    def test_pass_mode_schedules_on_every_node(self) -> None:
+        self.assertEqual("a", self.node_of(self.boot()))
+        self.stop_ironic_and_wait_untrusted()
+        # b is in maintenance but nobody can tell: Nova's own checks decide.
+        landed = {self.node_of(self.boot()) for _ in range(6)}
+        self.assertIn("b", landed)
+        self.assertIn("Ironic node refresh failed", self.stdlog.logger.output)
+        self.assertIn("baremetal_failure_mode=pass", self.stdlog.logger.output)
+
+    def test_reject_mode_gives_no_valid_host(self) -> None:
+        self.flags(baremetal_failure_mode="reject", group="drain_filters")
+        self.stop_ironic_and_wait_untrusted()
+        server = self.boot(expected_state="ERROR")
+        self.assertIn("No valid host", server["fault"]["message"])
+        self.assertIn("2 x baremetal state unknown", self.summary_lines()[-1])
