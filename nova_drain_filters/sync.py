@@ -1,0 +1,228 @@
+"""The trait sync: mark unusable providers so placement never offers them.
+
+From Nova's compute node records and Ironic's nodes it computes which
+providers must carry ``CUSTOM_DRAIN_BAREMETAL_UNAVAILABLE`` and
+``CUSTOM_DRAIN_STALE_NODE`` (with the same decision functions the filters
+use) and sets or removes exactly those two traits, leaving every other one.
+
+* Placement writes go through ``PlacementClient.update_provider_traits``:
+  provider generation, re-read and retry on 409, so nova-compute's own trait
+  updates (``COMPUTE_STATUS_DISABLED``...) are never lost.
+* ``CUSTOM_DRAIN_BAREMETAL_UNAVAILABLE`` is also set on the Ironic node:
+  Nova's Ironic driver replaces a node provider's traits with the node's on
+  its periodic (``nova/virt/ironic/driver.py`` ``update_provider_tree`` ->
+  ``provider_tree.update_traits(nodename, node.traits)``), so a trait only
+  in placement would vanish. Ironic is written first, so the periodic never
+  brings back a trait just removed from placement.
+* ``CUSTOM_DRAIN_STALE_NODE`` goes to placement only: its node is gone from
+  Ironic, or is live under another compute record (a duplicate), whose
+  provider must not inherit the trait.
+* Idempotent: current traits are read in bulk first (Ironic's node list
+  carries them; placement answers ``required=`` queries), so a run with
+  nothing to change writes nothing.
+"""
+import dataclasses
+import enum
+import time
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+
+from nova_drain_filters import decisions
+from nova_drain_filters import http
+from nova_drain_filters import ironic
+from nova_drain_filters import placement
+from nova_drain_filters import traits
+
+#: Ironic answers 409 while a conductor holds the node lock (cleaning...).
+IRONIC_LOCK_RETRIES = 3
+IRONIC_LOCK_WAIT = 0.5
+
+
+class Target(str, enum.Enum):
+    PLACEMENT = "placement"
+    IRONIC = "ironic"
+
+
+class Action(str, enum.Enum):
+    ADD = "add"
+    REMOVE = "remove"
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """One trait to add to or remove from a provider or an Ironic node."""
+
+    target: Target
+    uuid: str
+    trait: str
+    action: Action
+    why: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    change: Change
+    error: str
+
+
+@dataclasses.dataclass
+class SyncResult:
+    """What a run changed (or, in a dry run, would change) and what failed."""
+
+    changes: list[Change] = dataclasses.field(default_factory=list)
+    failures: list[Failure] = dataclasses.field(default_factory=list)
+    nodes: int = 0
+    ironic_nodes: int = 0
+    requests: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def _diff(target: Target, uuid: str, trait: str, want: bool, have: bool,
+          why: str) -> list[Change]:
+    if want and not have:
+        return [Change(target, uuid, trait, Action.ADD, why)]
+    if have and not want:
+        return [Change(target, uuid, trait, Action.REMOVE, "usable again")]
+    return []
+
+
+def plan(
+    nodes: Sequence[decisions.NodeFacts],
+    ironic_nodes: Mapping[str, decisions.IronicNodeFacts],
+    placement_traits: Mapping[str, set[str]],
+) -> list[Change]:
+    """Compute the changes; a pure function of the three inputs.
+
+    :param nodes: Nova's compute node records, listed *before* Ironic's
+        nodes: Nova learns of nodes only from Ironic, so a record whose node
+        is then missing from Ironic's complete list was deleted there.
+    :param ironic_nodes: every Ironic node, by UUID, with its traits.
+    :param placement_traits: for each managed trait, the providers that
+        carry it now.
+    """
+    changes: list[Change] = []
+    bm = traits.BAREMETAL_UNAVAILABLE
+    unavailable = {}
+    for uuid, bm_node in sorted(ironic_nodes.items()):
+        reasons = decisions.baremetal_reasons(bm_node)
+        unavailable[uuid] = reasons
+        changes += _diff(Target.IRONIC, uuid, bm, bool(reasons),
+                         bm in bm_node.traits, decisions.summarize(reasons))
+
+    duplicates = decisions.duplicate_reasons(nodes)
+    for node in sorted(nodes, key=lambda n: (n.nodename, n.host)):
+        if not node.uuid:
+            continue
+        stale = []
+        if node.key in duplicates:
+            stale.append(duplicates[node.key])
+        is_ironic = decisions.is_ironic(node.hypervisor_type)
+        if is_ironic and node.nodename not in ironic_nodes:
+            stale.append(decisions.missing_from_ironic_reason(node.nodename))
+        have = placement_traits
+        changes += _diff(Target.PLACEMENT, node.uuid, traits.STALE_NODE,
+                         bool(stale),
+                         node.uuid in have.get(traits.STALE_NODE, set()),
+                         decisions.summarize(stale))
+        if is_ironic and node.nodename in ironic_nodes:
+            reasons = unavailable[node.nodename]
+            changes += _diff(Target.PLACEMENT, node.uuid, bm, bool(reasons),
+                             node.uuid in have.get(bm, set()),
+                             decisions.summarize(reasons))
+    return changes
+
+
+class TraitSync:
+    """Gathers the facts, plans, and applies; one ``run()`` per pass."""
+
+    def __init__(
+        self,
+        list_compute_nodes: Callable[[], Iterable[decisions.NodeFacts]],
+        ironic_client: ironic.IronicClient,
+        placement_client: placement.PlacementClient,
+        page_size: int = 1000,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.list_compute_nodes = list_compute_nodes
+        self.ironic = ironic_client
+        self.placement = placement_client
+        self.page_size = page_size
+        self.sleep = sleep
+
+    def providers_with(self, trait: str) -> set[str]:
+        """UUIDs of the providers that carry ``trait`` (one request)."""
+        body = self.placement.get(f"/resource_providers?required={trait}",
+                                  microversion="1.18")
+        return {rp["uuid"] for rp in body["resource_providers"]}
+
+    def gather(self) -> tuple[list[decisions.NodeFacts],
+                              dict[str, decisions.IronicNodeFacts],
+                              dict[str, set[str]]]:
+        """Nova first, then Ironic, then placement (see ``plan``)."""
+        nodes = list(self.list_compute_nodes())
+        ironic_nodes = {n.uuid: n for n in self.ironic.list_nodes(
+            self.page_size)}
+        for trait in traits.MANAGED:
+            # Placement answers 400 to a query naming an unknown trait.
+            self.placement.ensure_trait(trait)
+        have = {t: self.providers_with(t) for t in traits.MANAGED}
+        return nodes, ironic_nodes, have
+
+    def run(self, dry_run: bool = False) -> SyncResult:
+        """One pass. Failures of single changes are collected, not raised;
+        a failure to gather the facts raises ApiError (nothing was changed).
+        """
+        before = self.ironic.requests + self.placement.requests
+        nodes, ironic_nodes, have = self.gather()
+        result = SyncResult(nodes=len(nodes), ironic_nodes=len(ironic_nodes))
+        changes = plan(nodes, ironic_nodes, have)
+        if dry_run:
+            result.changes = changes
+            result.requests = self._requests_since(before)
+            return result
+        # Ironic first: the driver's periodic copies node traits to placement.
+        for change in [c for c in changes if c.target is Target.IRONIC]:
+            self._apply(change, self._apply_ironic, result)
+        by_provider: dict[str, list[Change]] = {}
+        for change in changes:
+            if change.target is Target.PLACEMENT:
+                by_provider.setdefault(change.uuid, []).append(change)
+        for uuid, group in by_provider.items():
+            add = {c.trait for c in group if c.action is Action.ADD}
+            remove = {c.trait for c in group if c.action is Action.REMOVE}
+            try:
+                self.placement.update_provider_traits(uuid, add, remove)
+                result.changes += group
+            except http.ApiError as exc:
+                result.failures += [Failure(c, str(exc)) for c in group]
+        result.requests = self._requests_since(before)
+        return result
+
+    def _requests_since(self, before: int) -> int:
+        return self.ironic.requests + self.placement.requests - before
+
+    def _apply(self, change: Change, apply: Callable[[Change], None],
+               result: SyncResult) -> None:
+        try:
+            apply(change)
+            result.changes.append(change)
+        except http.ApiError as exc:
+            result.failures.append(Failure(change, str(exc)))
+
+    def _apply_ironic(self, change: Change) -> None:
+        for attempt in range(IRONIC_LOCK_RETRIES + 1):
+            try:
+                if change.action is Action.ADD:
+                    self.ironic.add_trait(change.uuid, change.trait)
+                else:
+                    self.ironic.remove_trait(change.uuid, change.trait)
+                return
+            except http.ApiError as exc:
+                if exc.status != 409 or attempt == IRONIC_LOCK_RETRIES:
+                    raise
+                self.sleep(IRONIC_LOCK_WAIT * (attempt + 1))
