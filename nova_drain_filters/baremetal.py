@@ -70,6 +70,8 @@ class IronicView:
         self._snapshot: Snapshot | None = None
         self._first_seen: dict[str, float] = {}
         self._policy_logged_at: float | None = None
+        #: When this process's refresher started: warm-up is bounded by it.
+        self._running_since: float | None = None
         #: The last refresh error, None after a success.
         self.last_error: str | None = None
         self.refreshes = 0
@@ -137,8 +139,15 @@ class IronicView:
             if self._thread is not None and self._thread.is_alive() and (
                     self._pid == pid):
                 return
+            if self._pid is not None and self._pid != pid:
+                # A fork copied a lock a refresh may have held, and the
+                # parent's HTTP connections.
+                self._refresh_lock = threading.Lock()
+                self._client = None
             self._stop.clear()
             self._pid = pid
+            if self._running_since is None:
+                self._running_since = self._clock()
             self._thread = threading.Thread(
                 target=self._run, name="drain-ironic-refresh", daemon=True)
             self._thread.start()
@@ -180,7 +189,7 @@ class IronicView:
         if snap is not None:
             node = snap.nodes.get(node_uuid)
             return decisions.baremetal_reasons(node) if node else []
-        if self.last_error is None:
+        if self._warming_up():
             return []
         self._log_policy()
         if CONF.drain_filters.baremetal_failure_mode == drain_conf.FAIL_REJECT:
@@ -213,6 +222,18 @@ class IronicView:
             return None
         return decisions.missing_from_ironic_reason(node_uuid)
 
+    def _warming_up(self) -> bool:
+        """No snapshot yet, no failure yet, and not for too long.
+
+        A first refresh that hangs (``[ironic] timeout`` is unset by
+        default) must not keep every node passing forever.
+        """
+        if self._snapshot is not None or self.last_error is not None:
+            return False
+        max_age = CONF.drain_filters.baremetal_max_snapshot_age
+        return (self._running_since is None
+                or self._clock() - self._running_since <= max_age)
+
     def _log_policy(self) -> None:
         now = self._clock()
         interval = CONF.drain_filters.baremetal_refresh_interval
@@ -222,7 +243,8 @@ class IronicView:
         self._policy_logged_at = now
         LOG.error("No trusted Ironic snapshot (last good: %(age)s, last "
                   "error: %(error)s); baremetal_failure_mode=%(mode)s",
-                  {"age": self._age_text(), "error": self.last_error,
+                  {"age": self._age_text(),
+                   "error": self.last_error or "a refresh has not finished",
                    "mode": CONF.drain_filters.baremetal_failure_mode})
 
 

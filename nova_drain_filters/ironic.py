@@ -26,8 +26,11 @@ MAX_PAGES = 100_000
 
 def node_facts(body: dict[str, Any]) -> decisions.IronicNodeFacts:
     """IronicNodeFacts from one node of ``GET /v1/nodes``."""
+    uuid = body["uuid"]
+    if not isinstance(uuid, str) or not uuid:
+        raise KeyError(f"node without a uuid: {body!r:.100}")
     return decisions.IronicNodeFacts(
-        uuid=str(body["uuid"]),
+        uuid=uuid,
         name=body.get("name"),
         provision_state=body.get("provision_state"),
         power_state=body.get("power_state"),
@@ -93,5 +96,6 @@ class IronicClient(http.ServiceClient):
             self.request("DELETE", f"/v1/nodes/{node_uuid}/traits/{trait}",
                          microversion=IRONIC_VERSION)
         except http.ApiError as exc:
-            if exc.status != 404 or "trait" not in exc.message.lower():
+            # Ironic's NodeTraitNotFound: "Node X doesn't have a trait 'Y'".
+            if exc.status != 404 or "have a trait" not in exc.message:
                 raise

@@ -160,17 +160,26 @@ class TraitSync:
                                   microversion="1.18")
         return {rp["uuid"] for rp in body["resource_providers"]}
 
-    def gather(self) -> tuple[list[decisions.NodeFacts],
-                              dict[str, decisions.IronicNodeFacts],
-                              dict[str, set[str]]]:
-        """Nova first, then Ironic, then placement (see ``plan``)."""
+    def gather(self, dry_run: bool = False) -> tuple[
+            list[decisions.NodeFacts], dict[str, decisions.IronicNodeFacts],
+            dict[str, set[str]]]:
+        """Nova first, then Ironic, then placement (see ``plan``).
+
+        Placement answers 400 to a query naming an unknown trait, so the
+        managed traits are created first; a dry run creates nothing and
+        takes an unknown trait as carried by no provider.
+        """
         nodes = list(self.list_compute_nodes())
         ironic_nodes = {n.uuid: n for n in self.ironic.list_nodes(
             self.page_size)}
-        for trait in traits.MANAGED:
-            # Placement answers 400 to a query naming an unknown trait.
-            self.placement.ensure_trait(trait)
-        have = {t: self.providers_with(t) for t in traits.MANAGED}
+        if dry_run:
+            known = self.placement.existing_traits(traits.MANAGED)
+        else:
+            for trait in traits.MANAGED:
+                self.placement.ensure_trait(trait)
+            known = set(traits.MANAGED)
+        have = {t: self.providers_with(t) if t in known else set()
+                for t in traits.MANAGED}
         return nodes, ironic_nodes, have
 
     def run(self, dry_run: bool = False) -> SyncResult:
@@ -178,7 +187,7 @@ class TraitSync:
         a failure to gather the facts raises ApiError (nothing was changed).
         """
         before = self.ironic.requests + self.placement.requests
-        nodes, ironic_nodes, have = self.gather()
+        nodes, ironic_nodes, have = self.gather(dry_run)
         result = SyncResult(nodes=len(nodes), ironic_nodes=len(ironic_nodes))
         changes = plan(nodes, ironic_nodes, have)
         if dry_run:
@@ -188,10 +197,18 @@ class TraitSync:
         # Ironic first: the driver's periodic copies node traits to placement.
         for change in [c for c in changes if c.target is Target.IRONIC]:
             self._apply(change, self._apply_ironic, result)
+        # Where Ironic refused, changing placement alone would flip back on
+        # the driver's next periodic: leave it for the next run.
+        ironic_failed = {(f.change.uuid, f.change.trait)
+                         for f in result.failures}
         by_provider: dict[str, list[Change]] = {}
         for change in changes:
-            if change.target is Target.PLACEMENT:
-                by_provider.setdefault(change.uuid, []).append(change)
+            if change.target is not Target.PLACEMENT:
+                continue
+            if change.trait == traits.BAREMETAL_UNAVAILABLE and (
+                    (change.uuid, change.trait) in ironic_failed):
+                continue
+            by_provider.setdefault(change.uuid, []).append(change)
         for uuid, group in by_provider.items():
             add = {c.trait for c in group if c.action is Action.ADD}
             remove = {c.trait for c in group if c.action is Action.REMOVE}

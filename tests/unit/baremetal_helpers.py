@@ -1,0 +1,54 @@
+"""A base test case for IronicView: fake client, fake clock, options."""
+import logging
+
+import fixtures
+import testtools
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
+
+from nova_drain_filters import baremetal
+from nova_drain_filters import conf as drain_conf
+from nova_drain_filters import http
+from tests.unit import fakes
+from tests.unit import ironic_fakes
+
+THREAD = "drain-ironic-refresh"
+POLICY = "No trusted Ironic snapshot"
+CLEAN = ironic_fakes.ironic_node("clean", provision_state="clean wait")
+FREE = ironic_fakes.ironic_node("free")
+
+
+class ViewTestCase(testtools.TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        drain_conf.register_opts(cfg.CONF)
+        self.conf = self.useFixture(config_fixture.Config(cfg.CONF))
+        self.conf.config(group="drain_filters", baremetal_refresh_interval=15,
+                         baremetal_max_snapshot_age=120,
+                         baremetal_page_size=500)
+        self.log = self.useFixture(fixtures.FakeLogger(
+            level=logging.DEBUG, format="%(levelname)s %(message)s"))
+        self.clock = fakes.FakeClock(1000.0)
+        self.client = ironic_fakes.FakeIronicClient([CLEAN, FREE], pages=3)
+        self.made = 0
+        self.view = self.new_view()
+
+    def factory(self) -> ironic_fakes.FakeIronicClient:
+        self.made += 1
+        return self.client
+
+    def new_view(self) -> baremetal.IronicView:
+        view = baremetal.IronicView(self.factory, self.clock)  # type: ignore
+        self.addCleanup(view.stop)
+        return view
+
+    def mode(self, mode: str) -> None:
+        self.conf.config(group="drain_filters", baremetal_failure_mode=mode)
+
+    def fail_refresh(self, exc: Exception | None = None) -> bool:
+        self.client.error = exc or http.ApiError(
+            "ironic", "GET", "/v1/nodes", 503, "Service Unavailable")
+        return self.view.refresh()
+
+    def policy_lines(self) -> list[str]:
+        return [x for x in self.log.output.splitlines() if POLICY in x]

@@ -1,0 +1,292 @@
+"""IronicClient against requests_mock behind a real keystoneauth1 Adapter."""
+import json
+from typing import Any
+from urllib import parse
+
+import testtools
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import session as ks_session
+from requests_mock.contrib import fixture as rm_fixture
+
+from nova_drain_filters import http
+from nova_drain_filters import ironic
+from nova_drain_filters import traits
+
+ENDPOINT = "http://ironic.example"
+NODES = ENDPOINT + "/v1/nodes"
+NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+TRAIT_URL = f"{NODES}/{NODE}/traits/{traits.BAREMETAL_UNAVAILABLE}"
+
+
+def uuids(count: int, start: int = 0) -> list[str]:
+    return [f"00000000-0000-0000-0000-{i:012d}"
+            for i in range(start, start + count)]
+
+
+def page(ids: list[str], next_link: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {"nodes": [
+        {"uuid": u, "provision_state": "available", "power_state": "power off",
+         "maintenance": False, "traits": []} for u in ids]}
+    if next_link:
+        body["next"] = (f"{NODES}?limit={len(ids)}&marker={ids[-1]}"
+                        "&fields=uuid")
+    return body
+
+
+def ironic_error(message: str) -> dict[str, Any]:
+    """Ironic's double-encoded error body."""
+    return {"error_message": json.dumps(
+        {"faultstring": message, "faultcode": "Client", "debuginfo": None})}
+
+
+def query(request: Any) -> dict[str, str]:
+    return dict(parse.parse_qsl(parse.urlsplit(request.url).query))
+
+
+class IronicTestCase(testtools.TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.mock = self.useFixture(rm_fixture.Fixture())
+        adapter = ks_adapter.Adapter(ks_session.Session(),
+                                     endpoint_override=ENDPOINT,
+                                     service_type="baremetal")
+        self.client = ironic.IronicClient(adapter)
+
+    def serve(self, pages: list[dict[str, Any]]) -> None:
+        """Answer GET /v1/nodes from ``pages``, chosen by the marker."""
+        by_marker = {None: pages[0]}
+        for prev, nxt in zip(pages, pages[1:], strict=False):
+            by_marker[prev["nodes"][-1]["uuid"]] = nxt
+
+        def answer(request: Any, context: Any) -> dict[str, Any]:
+            return by_marker[query(request).get("marker")]
+
+        self.mock.get(NODES, json=answer)
+
+    def sent(self) -> list[dict[str, str]]:
+        return [query(r) for r in self.mock.request_history]
+
+
+class TestListNodes(IronicTestCase):
+    def test_three_pages(self) -> None:
+        ids = uuids(5)
+        self.serve([page(ids[0:2], True), page(ids[2:4], True),
+                    page(ids[4:], False)])
+        nodes = self.client.list_nodes(2)
+        self.assertEqual(ids, [n.uuid for n in nodes])
+        self.assertEqual(3, self.mock.call_count)
+        self.assertEqual(3, self.client.requests)
+        sent = self.sent()
+        self.assertEqual([None, ids[1], ids[3]],
+                         [q.get("marker") for q in sent])
+        for q in sent:
+            self.assertEqual("2", q["limit"])
+            self.assertEqual(",".join(ironic.NODE_FIELDS), q["fields"])
+        for request in self.mock.request_history:
+            self.assertEqual("GET", request.method)
+            self.assertEqual(
+                "1.61", request.headers["X-OpenStack-Ironic-API-Version"])
+
+    def test_fields_are_what_the_decisions_need(self) -> None:
+        self.serve([page(uuids(1), False)])
+        self.client.list_nodes(10)
+        fields = self.sent()[0]["fields"].split(",")
+        for name in ("uuid", "provision_state", "power_state", "maintenance",
+                     "retired", "fault", "instance_uuid", "traits"):
+            self.assertIn(name, fields)
+        # ironic answers 500 when allocation_uuid is named in fields.
+        self.assertNotIn("allocation_uuid", fields)
+
+    def test_pages_yielded_one_at_a_time(self) -> None:
+        ids = uuids(3)
+        self.serve([page(ids[0:2], True), page(ids[2:], False)])
+        pages = self.client.iter_node_pages(2)
+        self.assertEqual(ids[0:2], [n.uuid for n in next(pages)])
+        self.assertEqual(1, self.client.requests)
+        self.assertEqual(ids[2:], [n.uuid for n in next(pages)])
+        self.assertEqual([], list(pages))
+        self.assertEqual(2, self.client.requests)
+
+    def test_server_caps_the_limit(self) -> None:
+        ids = uuids(2500)
+        self.serve([page(ids[0:1000], True), page(ids[1000:2000], True),
+                    page(ids[2000:], False)])
+        nodes = self.client.list_nodes(5000)
+        self.assertEqual(ids, [n.uuid for n in nodes])
+        self.assertEqual(3, self.client.requests)
+        self.assertEqual(["5000"] * 3, [q["limit"] for q in self.sent()])
+        self.assertEqual([None, ids[999], ids[1999]],
+                         [q.get("marker") for q in self.sent()])
+
+    def test_full_last_page_without_next_stops(self) -> None:
+        ids = uuids(2)
+        self.serve([page(ids, False)])
+        self.assertEqual(ids, [n.uuid for n in self.client.list_nodes(2)])
+        self.assertEqual(1, self.mock.call_count)
+
+    def test_empty_first_page(self) -> None:
+        self.mock.get(NODES, json={"nodes": []})
+        self.assertEqual([], self.client.list_nodes(1000))
+        self.assertEqual(1, self.client.requests)
+
+    def test_empty_page_with_next_stops(self) -> None:
+        self.mock.get(NODES, json={"nodes": [], "next": NODES + "?marker=x"})
+        self.assertEqual([], self.client.list_nodes(1000))
+        self.assertEqual(1, self.mock.call_count)
+
+    def test_node_without_uuid(self) -> None:
+        self.mock.get(NODES, json={"nodes": [{"uuid": NODE},
+                                             {"name": "no-uuid"}]})
+        exc = self.assertRaises(http.ApiError, self.client.list_nodes, 10)
+        self.assertEqual(200, exc.status)
+        self.assertEqual("ironic", exc.service)
+        self.assertIn("malformed node list", exc.message)
+        self.assertIn("uuid", exc.message)
+
+    def test_node_with_null_uuid(self) -> None:
+        self.mock.get(NODES, json={"nodes": [{"uuid": None}]})
+        self.assertRaises(http.ApiError, self.client.list_nodes, 10)
+
+    def test_body_without_nodes(self) -> None:
+        for body in ({"error": "x"}, [], {"nodes": None}, {"nodes": ["x"]}):
+            self.mock.get(NODES, json=body)
+            exc = self.assertRaises(http.ApiError, self.client.list_nodes, 10)
+            self.assertIn("malformed node list", exc.message, body)
+
+    def test_marker_not_advancing(self) -> None:
+        ids = uuids(2)
+        # A broken server that ignores the marker: the same full page again.
+        self.mock.get(NODES, json=page(ids, True))
+        exc = self.assertRaises(http.ApiError, self.client.list_nodes, 2)
+        self.assertEqual("pagination marker did not advance", exc.message)
+        self.assertEqual(2, self.mock.call_count)
+        self.assertEqual(ids[1], self.sent()[1]["marker"])
+
+    def test_server_error_html(self) -> None:
+        self.mock.get(NODES, status_code=500,
+                      headers={"content-type": "text/html"},
+                      text="<html><head><title>500</title></head><body>"
+                           "<h1>Internal Server Error</h1></body></html>")
+        exc = self.assertRaises(http.ApiError, self.client.list_nodes, 10)
+        self.assertEqual(500, exc.status)
+        self.assertEqual("500 Internal Server Error", exc.message)
+        self.assertTrue(str(exc).startswith("ironic GET /v1/nodes?"))
+        self.assertEqual(1, self.client.requests)
+
+    def test_error_on_a_later_page(self) -> None:
+        ids = uuids(2)
+        self.mock.get(NODES, [{"json": page(ids, True)},
+                              {"status_code": 503, "text": "Unavailable"}])
+        exc = self.assertRaises(http.ApiError, self.client.list_nodes, 2)
+        self.assertEqual(503, exc.status)
+        self.assertEqual(2, self.client.requests)
+
+
+class TestTraits(IronicTestCase):
+    def test_add_trait(self) -> None:
+        self.mock.put(TRAIT_URL, status_code=204)
+        self.client.add_trait(NODE, traits.BAREMETAL_UNAVAILABLE)
+        sent = self.mock.last_request
+        self.assertEqual("PUT", sent.method)
+        self.assertEqual(TRAIT_URL, sent.url)
+        self.assertEqual("1.61",
+                         sent.headers["X-OpenStack-Ironic-API-Version"])
+        self.assertIsNone(sent.body)
+        self.assertEqual(1, self.client.requests)
+
+    def test_add_trait_conflict(self) -> None:
+        self.mock.put(TRAIT_URL, status_code=409, json=ironic_error(
+            f"Node {NODE} is locked by host c1, please retry after the "
+            "current operation is completed."))
+        exc = self.assertRaises(http.ApiError, self.client.add_trait, NODE,
+                                traits.BAREMETAL_UNAVAILABLE)
+        self.assertEqual(409, exc.status)
+        self.assertIn("is locked by host c1", exc.message)
+
+    def test_remove_trait(self) -> None:
+        self.mock.delete(TRAIT_URL, status_code=204)
+        self.client.remove_trait(NODE, traits.BAREMETAL_UNAVAILABLE)
+        sent = self.mock.last_request
+        self.assertEqual("DELETE", sent.method)
+        self.assertEqual("1.61",
+                         sent.headers["X-OpenStack-Ironic-API-Version"])
+
+    def test_remove_trait_already_gone(self) -> None:
+        # Ironic's own NodeTraitNotFound wording is the only 404 accepted.
+        self.mock.delete(TRAIT_URL, status_code=404, json=ironic_error(
+            f"Node {NODE} doesn't have a trait "
+            f"'{traits.BAREMETAL_UNAVAILABLE}'"))
+        self.assertIsNone(self.client.remove_trait(
+            NODE, traits.BAREMETAL_UNAVAILABLE))
+        self.assertEqual(1, self.client.requests)
+
+    def test_remove_trait_proxy_404_is_an_error(self) -> None:
+        self.mock.delete(TRAIT_URL, status_code=404, text=(
+            f"<html><body>404: /v1/nodes/{NODE}/traits/"
+            f"{traits.BAREMETAL_UNAVAILABLE} not found</body></html>"))
+        exc = self.assertRaises(http.ApiError, self.client.remove_trait, NODE,
+                                traits.BAREMETAL_UNAVAILABLE)
+        self.assertEqual(404, exc.status)
+
+    def test_remove_trait_node_not_found(self) -> None:
+        self.mock.delete(TRAIT_URL, status_code=404,
+                         json=ironic_error(f"Node {NODE} could not be found."))
+        exc = self.assertRaises(http.ApiError, self.client.remove_trait, NODE,
+                                traits.BAREMETAL_UNAVAILABLE)
+        self.assertEqual(404, exc.status)
+        self.assertEqual(f"Node {NODE} could not be found.", exc.message)
+
+    def test_remove_trait_other_errors(self) -> None:
+        for status in (400, 409, 500):
+            self.mock.delete(TRAIT_URL, status_code=status,
+                             json=ironic_error("trait operation failed"))
+            exc = self.assertRaises(http.ApiError, self.client.remove_trait,
+                                    NODE, traits.BAREMETAL_UNAVAILABLE)
+            self.assertEqual(status, exc.status)
+
+
+class TestNodeFacts(testtools.TestCase):
+    def test_maps_every_field(self) -> None:
+        facts = ironic.node_facts({
+            "uuid": NODE, "name": "rack1-u12", "provision_state": "active",
+            "power_state": "power on", "maintenance": True,
+            "maintenance_reason": "fan", "retired": True,
+            "retired_reason": "eol", "fault": "power failure",
+            "instance_uuid": "inst-1", "allocation_uuid": "alloc-1",
+            "traits": ["CUSTOM_A", traits.BAREMETAL_UNAVAILABLE, "CUSTOM_A"],
+            "driver": "ipmi"})
+        self.assertEqual(NODE, facts.uuid)
+        self.assertEqual("rack1-u12", facts.name)
+        self.assertEqual("active", facts.provision_state)
+        self.assertEqual("power on", facts.power_state)
+        self.assertIs(True, facts.maintenance)
+        self.assertEqual("fan", facts.maintenance_reason)
+        self.assertIs(True, facts.retired)
+        self.assertEqual("eol", facts.retired_reason)
+        self.assertEqual("power failure", facts.fault)
+        self.assertEqual("inst-1", facts.instance_uuid)
+        self.assertEqual("alloc-1", facts.allocation_uuid)
+        self.assertEqual(
+            frozenset({"CUSTOM_A", traits.BAREMETAL_UNAVAILABLE}),
+            facts.traits)
+
+    def test_defaults(self) -> None:
+        facts = ironic.node_facts({"uuid": NODE})
+        self.assertEqual(NODE, facts.uuid)
+        for name in ("name", "provision_state", "power_state",
+                     "maintenance_reason", "retired_reason", "fault",
+                     "instance_uuid", "allocation_uuid"):
+            self.assertIsNone(getattr(facts, name), name)
+        self.assertIs(False, facts.maintenance)
+        self.assertIs(False, facts.retired)
+        self.assertEqual(frozenset(), facts.traits)
+
+    def test_nulls(self) -> None:
+        facts = ironic.node_facts({"uuid": NODE, "maintenance": None,
+                                   "retired": None, "traits": None})
+        self.assertIs(False, facts.maintenance)
+        self.assertIs(False, facts.retired)
+        self.assertEqual(frozenset(), facts.traits)
+
+    def test_missing_uuid(self) -> None:
+        self.assertRaises(KeyError, ironic.node_facts, {"name": "x"})
