@@ -4,15 +4,23 @@ It answers every request the way ``mode`` says: ``500`` (an HTML error page
 as a proxy sends it), ``slow`` (answers after ``delay`` seconds, past the
 client's timeout), ``garbage`` (200 with a body that is not JSON),
 ``badjson`` (200 JSON of the wrong shape) or ``loop`` (a full page whose
-``next`` link never advances). Served from a thread; stopped by the fixture.
+``next`` link never advances). It runs as its own process (threads would
+turn green under Nova's eventlet patching in the same test worker), is
+waited for with a bound, and is stopped by its PID.
 """
 import json
-import threading
+import os
+import socket
+import sys
+import tempfile
 import time
 from http import server
+from pathlib import Path
 from typing import Any
 
 import fixtures
+
+from tests.functional.services import ironic_server
 
 MODES = ("500", "slow", "garbage", "badjson", "loop")
 
@@ -32,7 +40,8 @@ class _Handler(server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        self.server.hits += 1  # type: ignore[attr-defined]
+        with open(os.environ["NDF_HITS_FILE"], "a") as hits:
+            hits.write("x")
         if self.mode == "500":
             self._send(500, b"<html><body><h1>500 Internal Server Error"
                             b"</h1>upstream failed</body></html>", "text/html")
@@ -51,6 +60,14 @@ class _Handler(server.BaseHTTPRequestHandler):
             self._send(200, json.dumps(body).encode(), "application/json")
 
 
+def _accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
 class BrokenServerFixture(fixtures.Fixture):
     """Serve ``mode`` on 127.0.0.1; ``.url`` and ``.hits`` for the test."""
 
@@ -62,20 +79,33 @@ class BrokenServerFixture(fixtures.Fixture):
         self.delay = delay
 
     def _setUp(self) -> None:
-        handler = type("Handler", (_Handler,),
-                       {"mode": self.mode, "delay": self.delay})
-        self.httpd = server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.hits = 0  # type: ignore[attr-defined]
-        self.httpd.daemon_threads = True
-        thread = threading.Thread(target=self.httpd.serve_forever,
-                                  kwargs={"poll_interval": 0.05}, daemon=True)
-        thread.start()
-        self.addCleanup(thread.join, 5)
-        self.addCleanup(self.httpd.server_close)
-        self.addCleanup(self.httpd.shutdown)
-        host, port = self.httpd.server_address[:2]
-        self.url = f"http://{host}:{port}"
+        workdir = Path(tempfile.mkdtemp(prefix="ndf-broken-"))
+        self.addCleanup(ironic_server.remove_service_dir, workdir)
+        self.hits_file = workdir / "hits"
+        self.hits_file.touch()
+        port = ironic_server.free_port()
+        env = ironic_server.child_env({"NDF_HITS_FILE": str(self.hits_file)})
+        self.process = ironic_server.ServiceProcess(
+            "broken", [sys.executable, "-m", __name__, self.mode,
+                       str(self.delay), str(port)],
+            workdir / "broken.log", env=env, cwd=Path.cwd())
+        self.process.start()
+        self.addCleanup(self.process.stop)
+        self.process.wait_ready(lambda: _accepts(port), timeout=30)
+        self.url = f"http://127.0.0.1:{port}"
 
     @property
     def hits(self) -> int:
-        return int(self.httpd.hits)  # type: ignore[attr-defined]
+        return len(self.hits_file.read_text())
+
+
+def serve(mode: str, delay: float, port: int) -> None:
+    """Serve ``mode`` on 127.0.0.1:port until killed."""
+    handler = type("Handler", (_Handler,), {"mode": mode, "delay": delay})
+    httpd = server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    httpd.daemon_threads = True
+    httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], float(sys.argv[2]), int(sys.argv[3]))
