@@ -1,0 +1,392 @@
+"""Boot servers through Nova's real scheduler with the drain filters enabled.
+
+Nova's API, conductor, scheduler and placement run in-process (functional
+harness, fake virt driver) on six computes with drain problems. Exit 1 if a
+boot failed or a host to exclude was used or not excluded (a smoke check).
+"""
+import argparse
+import dataclasses
+import logging
+import os
+import re
+import sys
+import time
+import unittest
+import urllib.parse
+import warnings
+from typing import Any
+from typing import NoReturn
+from typing import TextIO
+
+from nova_drain_filters import decisions
+from nova_drain_filters import traits
+
+HOSTS = ("rack7-01", "rack7-02", "rack7-03", "rack8-01", "rack8-02", "rack8-03")
+DRAIN_REASON = "drain: rack 7 power work"
+BM_NODE, BM_OWNER, DUP_HOST = "bm-0042", "rack8-03", "rack7-03"
+# Nova's default filters minus ComputeFilter, as in tests/functional/base.py.
+NOVA_FILTERS = ["ComputeCapabilitiesFilter", "ImagePropertiesFilter",
+                "ServerGroupAntiAffinityFilter", "ServerGroupAffinityFilter"]
+#: (host, node) -> what must keep it away from every boot.
+MUST_EXCLUDE = {("rack7-01", "rack7-01"): "DisabledServiceFilter",
+                ("rack7-02", "rack7-02"): "DisabledServiceFilter",
+                (DUP_HOST, BM_NODE): "StaleComputeNodeFilter",
+                ("rack8-01", "rack8-01"): "pre-filter"}
+SUMMARY = re.compile(r"nova-drain-filters: request for instance (\S+): "
+                     r"(\d+) hosts in, (\d+) left: (.*)$")
+COUNTS = re.compile(r"(\w+Filter) rejected (\d+)")
+# Per-host DEBUG line of nova_drain_filters.filters.base; the summary line
+# has counts and reasons but no host names.
+REJECTED = re.compile(r"^\((?P<host>[^,]+), (?P<node>[^)]+)\) .*? rejected by "
+                      r"(?P<filter>\w+): (?P<reason>.*)$", re.M)
+QUERY = re.compile(r'"GET (/placement/allocation_candidates\?[^" ]+)')
+RESCHEDULE = re.compile(r"Error from last host: (\S+) \(node (\S+)\)")
+# Copied to the duplicate record, as in tests/functional/test_stale_nodes.py.
+_COPY = ("vcpus", "memory_mb", "local_gb", "vcpus_used", "memory_mb_used",
+         "local_gb_used", "hypervisor_type", "hypervisor_version", "free_ram_mb",
+         "free_disk_gb", "current_workload", "running_vms", "cpu_info",
+         "disk_available_least", "host_ip", "supported_hv_specs",
+         "cpu_allocation_ratio", "ram_allocation_ratio", "disk_allocation_ratio")
+
+
+@dataclasses.dataclass
+class Host:
+    """A nova-compute service: its state and {node: provider traits}."""
+
+    name: str
+    disabled_reason: str | None
+    forced_down: bool
+    state: str
+    nodes: dict[str, list[str]]
+    duplicates: list[str]
+
+
+@dataclasses.dataclass
+class Boot:
+    """One server, and the log written while it was booted."""
+
+    name: str
+    uuid: str
+    status: str
+    host: str | None
+    node: str | None
+    log: str
+    debug: str
+    fault: str = ""
+
+
+@dataclasses.dataclass
+class Run:
+    """What the harness run gathered for the report."""
+
+    servers: int
+    stdlog: Any = None  # the harness's log capture (nova StandardLogging)
+    hosts: list[Host] = dataclasses.field(default_factory=list)
+    boots: list[Boot] = dataclasses.field(default_factory=list)
+
+
+def label(host: str | None, node: str | None) -> str:
+    """``host`` when the node is named after it, else ``host/node``."""
+    return f"{host}" if node in (None, host) else f"{host}/{node}"
+
+
+def problems_of(host: Host) -> list[str]:
+    """What is wrong with a host, from the facts gathered."""
+    found = []
+    if host.disabled_reason is not None:
+        found.append(f'service disabled, reason "{host.disabled_reason}"')
+        if not any("COMPUTE_STATUS_DISABLED" in t for t in host.nodes.values()):
+            found.append("its compute was not told: the provider has no "
+                         "COMPUTE_STATUS_DISABLED, placement still offers it")
+    if host.forced_down:
+        found.append(f"service forced down (state {host.state})")
+    for why in host.duplicates:
+        found.append(f"{why} (its own node {host.name} is fine)")
+    for node, node_traits in host.nodes.items():
+        if ours := sorted(set(node_traits) & set(traits.DEFAULT_FORBIDDEN)):
+            found.append(f"provider {node} carries {', '.join(ours)}")
+    return found
+
+
+def forbidden_in(log: str) -> set[str]:
+    """Traits forbidden by root_required in placement's candidate queries."""
+    found: set[str] = set()
+    for uri in QUERY.findall(log):
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(uri).query)
+        for value in query.get("root_required", []):
+            found |= {t[1:] for t in value.split(",") if t.startswith("!")}
+    return found
+
+
+def explain(boot: Boot, carriers: dict[str, list[str]]) -> tuple[list[str], list[str]]:
+    """What was kept away from one boot, and the smoke-check problems."""
+    ours = forbidden_in(boot.log) & set(traits.DEFAULT_FORBIDDEN)
+    kept = sorted({c for t in ours for c in carriers.get(t, [])})
+    shown = [f"pre-filter kept out {', '.join(kept) or 'no provider'} (query "
+             f"forbade {', '.join(sorted(ours)) or 'nothing'})"]
+    bad = [] if traits.DRAIN_HOST in ours else [
+        f"pre-filter did not forbid {traits.DRAIN_HOST}"]
+    rejected: dict[str, dict[str, str]] = {}
+    for m in REJECTED.finditer(boot.debug):
+        where = label(m["host"], m["node"])
+        rejected.setdefault(m["filter"], {})[where] = m["reason"]
+    lines = [m for m in map(SUMMARY.search, boot.log.splitlines())
+             if m and m[1] == boot.uuid]
+    for line in lines:
+        shown.append(f"our filters: {line[2]} hosts in, {line[3]} left")
+        for name, count in COUNTS.findall(line[4]):
+            hosts = rejected.get(name, {})
+            if count != "0" or hosts:
+                shown.append(f"  {name} rejected {count}: " + "; ".join(
+                    f"{where} ({why})" for where, why in sorted(hosts.items())))
+    if not lines:
+        bad.append("no summary line from our filters")
+    for (host, node), who in MUST_EXCLUDE.items():
+        if who != "pre-filter" and label(host, node) not in rejected.get(who, {}):
+            bad.append(f"{who} did not reject {label(host, node)}")
+    for host, node in RESCHEDULE.findall(boot.log):
+        bad.append(f"build failed on {label(host, node)}, rescheduled")
+    if boot.status != "ACTIVE":
+        bad.append(f"server is {boot.status}")
+    elif (boot.host, boot.node) in MUST_EXCLUDE:
+        bad.append(f"landed on {label(boot.host, boot.node)}, to be excluded")
+    return shown, bad
+
+
+def report(run: Run, verbose: bool, out: TextIO) -> int:
+    """Print the report; return the number of smoke-check problems."""
+    def say(text: str = "") -> None:
+        print(text, file=out)
+
+    say(f"Hosts ({len(run.hosts)} nova-compute services, fake virt driver):")
+    carriers: dict[str, list[str]] = {}
+    for host in run.hosts:
+        problems = problems_of(host)
+        say(f"  {host.name}  nodes: {', '.join(host.nodes)}"
+            + ("" if problems else "  - healthy"))
+        for problem in problems:
+            say(f"      - {problem}")
+        for node, node_traits in host.nodes.items():
+            for trait in node_traits:
+                carriers.setdefault(trait, []).append(label(host.name, node))
+    bad: list[str] = []
+    first: tuple[str, list[str]] | None = None
+    say(f"\nBooting {run.servers} servers, one request each:")
+    for boot in run.boots:
+        where = label(boot.host, boot.node) if boot.host else "no host"
+        say(f"  {boot.name}  {boot.status} on {where}"
+            + (f" ({boot.fault})" if boot.fault else ""))
+        shown, problems = explain(boot, carriers)
+        bad += [f"{boot.name}: {problem}" for problem in problems]
+        if first and shown == first[1] and not verbose:
+            say(f"    same exclusions as {first[0]}")
+            continue
+        first = first or (boot.name, shown)
+        for line in shown:
+            say(f"    {line}")
+        if verbose:
+            for match in map(SUMMARY.search, boot.log.splitlines()):
+                if match and match[1] == boot.uuid:
+                    say(f"    | {match.string}")
+    active = [b for b in run.boots if b.status == "ACTIVE"]
+    healthy = [b for b in active if (b.host, b.node) not in MUST_EXCLUDE]
+    say(f"\nTotals: {run.servers} servers booted, {len(healthy)} landed on "
+        f"healthy hosts, {run.servers - len(active)} failed")
+    for problem in bad:
+        say(f"SMOKE CHECK FAILED: {problem}")
+    return len(bad)
+
+
+def build_case(run: Run) -> unittest.TestCase:
+    """Import Nova's harness and return the demo as one test filling ``run``."""
+    import importlib
+
+    # Nova's harness monkey-patches eventlet on import; let it go first.
+    importlib.import_module("nova.tests.functional")
+    import fixtures
+    from nova import context as nova_context
+    from nova import objects
+    from nova.tests.functional import integrated_helpers
+    from oslo_utils import uuidutils
+
+    from nova_drain_filters import fixtures as ndf_fixtures
+
+    # nova/test.py runs oslo_log's setup on import, adding a stdout handler;
+    # what is logged outside the harness's capture (clean-up) goes nowhere.
+    logging.getLogger().handlers[:] = [logging.NullHandler()]
+
+    class DrainDemo(integrated_helpers._IntegratedTestBase):
+        """Six computes with drain problems; boot servers; keep the log."""
+
+        ADMIN_API = True
+        microversion = "latest"
+
+        def setUp(self) -> None:
+            self.useFixture(ndf_fixtures.NovaApiPaste())
+            try:
+                super().setUp()
+            finally:  # Nova's clean-up deletes self.stdlog
+                run.stdlog = getattr(self, "stdlog", None)
+            self.flags(instances=-1, cores=-1, ram=-1, group="quota")
+            self.ctxt = nova_context.get_admin_context()
+
+        def _setup_scheduler_service(self) -> Any:
+            self.flags(enabled_filters=NOVA_FILTERS, group="filter_scheduler")
+            self.useFixture(ndf_fixtures.DrainFilters(
+                placement=self.placement_fixture, first=True))
+            return super()._setup_scheduler_service()
+
+        def _setup_compute_service(self) -> Any:
+            self.flags(compute_driver="fake.FakeDriver")
+            for host in HOSTS:
+                self._start_compute(host)
+            return self.computes[HOSTS[0]]
+
+        def test_demo(self) -> None:
+            self.break_hosts()
+            run.hosts = self.describe_hosts()
+            debug = self.useFixture(fixtures.FakeLogger(
+                name="nova_drain_filters.filters.base", level=logging.DEBUG,
+                format="%(message)s", nuke_handlers=False))
+            for number in range(1, run.servers + 1):
+                log, dbg = len(self.stdlog.logger.output), len(debug.output)
+                server = self.api.post_server({"server": self._build_server(
+                    name=f"demo-{number}", networks="none")})
+                for _ in range(100):  # builds are synchronous (CastAsCall)
+                    server = self.api.get_server(server["id"])
+                    if server["status"] != "BUILD":
+                        break
+                    time.sleep(0.1)
+                run.boots.append(Boot(
+                    server["name"], server["id"], server["status"],
+                    server.get("OS-EXT-SRV-ATTR:host"),
+                    server.get("OS-EXT-SRV-ATTR:hypervisor_hostname"),
+                    self.stdlog.logger.output[log:], debug.output[dbg:],
+                    server.get("fault", {}).get("message", "")))
+
+        def break_hosts(self) -> None:
+            # Disabled in the database only, as when nova-compute could not
+            # be told: its provider gets no COMPUTE_STATUS_DISABLED trait.
+            service = objects.Service.get_by_compute_host(self.ctxt, "rack7-01")
+            service.disabled, service.disabled_reason = True, DRAIN_REASON
+            service.save()
+            rack7_02 = self.admin_api.get_services(
+                binary="nova-compute", host="rack7-02")[0]
+            self.admin_api.put_service_force_down(rack7_02["id"], True)
+            owner = self.computes[BM_OWNER].manager
+            owner.driver._set_nodes([BM_OWNER, BM_NODE])
+            owner.update_available_resource(self.ctxt)
+            self.make_duplicate(objects.ComputeNode.get_by_host_and_nodename(
+                self.ctxt, BM_OWNER, BM_NODE))
+            rp_uuid = self._get_provider_uuid_by_host("rack8-01")
+            self._create_trait(traits.DRAIN_HOST)
+            self._set_provider_traits(
+                rp_uuid, self._get_provider_traits(rp_uuid) + [traits.DRAIN_HOST])
+
+        def make_duplicate(self, live: Any) -> None:
+            # What a racy Ironic rebalance leaves (Nova bugs 1853009, 1841481):
+            # a second record on a live host, with its own provider, bigger
+            # than anything else so that the weighers prefer it.
+            dup = objects.ComputeNode(self.ctxt)
+            for field in _COPY:
+                if live.obj_attr_is_set(field):
+                    setattr(dup, field, getattr(live, field))
+            dup.host, dup.hypervisor_hostname = DUP_HOST, BM_NODE
+            dup.uuid = uuidutils.generate_uuid()
+            dup.memory_mb = dup.free_ram_mb = live.memory_mb * 4
+            dup.create()
+            self.placement.post("/resource_providers", {
+                "name": f"{BM_NODE}-before-rebalance", "uuid": dup.uuid},
+                version="1.20")
+            inventory = self._get_provider_inventory(live.uuid)
+            inventory["MEMORY_MB"]["total"] = dup.memory_mb
+            self.placement.put(f"/resource_providers/{dup.uuid}/inventories", {
+                "resource_provider_generation": 0, "inventories": inventory},
+                version="1.20")
+            self._set_provider_traits(dup.uuid,
+                                      self._get_provider_traits(live.uuid))
+
+        def describe_hosts(self) -> list[Host]:
+            services = sorted(self.admin_api.get_services(binary="nova-compute"),
+                              key=lambda svc: svc["host"])
+            up = {svc["host"]: svc["state"] == "up" for svc in services}
+            nodes = sorted(objects.ComputeNodeList.get_all(self.ctxt),
+                           key=lambda cn: cn.hypervisor_hostname)
+            dups = decisions.duplicate_reasons(decisions.NodeFacts(
+                host=cn.host, nodename=cn.hypervisor_hostname, uuid=cn.uuid,
+                service_up=up.get(cn.host, False), updated_at=cn.updated_at)
+                for cn in nodes)
+            return [Host(
+                svc["host"],
+                svc["disabled_reason"] or "" if svc["status"] == "disabled"
+                else None,
+                bool(svc["forced_down"]), svc["state"],
+                {cn.hypervisor_hostname: self._get_provider_traits(cn.uuid)
+                 for cn in nodes if cn.host == svc["host"]},
+                [str(why) for (host, _), why in dups.items()
+                 if host == svc["host"]],
+            ) for svc in services]
+
+    return DrainDemo("test_demo")
+
+
+def run_harness(run: Run) -> str | None:
+    """Run the demo test quietly; return None, or a one-line error."""
+    # The harness warns on import (eventlet); inside it, Nova's
+    # WarningsFixture turns DeprecationWarnings back on, so route every
+    # warning to logging, which the harness captures.
+    warnings.simplefilter("ignore")
+    logging.captureWarnings(True)
+    logging.getLogger().handlers[:] = [logging.NullHandler()]
+    os.environ.setdefault("OS_TEST_TIMEOUT", "600")
+    result = unittest.TestResult()
+    try:
+        build_case(run).run(result)
+    except SystemExit as exc:  # Nova exits on some start-up errors
+        log = run.stdlog.logger.output if run.stdlog else ""
+        errors = [line for line in log.splitlines() if " ERROR " in line]
+        return f"sys.exit({exc.code})" + (f" after: {errors[-1]}" if errors else "")
+    for _test, text in result.errors + result.failures:
+        lines = [line for line in text.splitlines() if line.strip()]
+        return lines[-1] if lines else "unknown error"
+    return None
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def servers_count(value: str) -> int:
+    """Parse ``--servers``: a whole number from 1 to 50."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}")
+    if not 1 <= number <= 50:
+        raise argparse.ArgumentTypeError(f"must be from 1 to 50, not {number}")
+    return number
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the demo: 0 if every check passed, 1 if not, 2 for bad usage."""
+    parser = Parser(prog="demo.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--servers", type=servers_count, default=6, metavar="N",
+                        help="servers to boot, 1 to 50 (default 6)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show every server's exclusions and raw summary")
+    args = parser.parse_args(argv)
+    out = sys.stdout  # the harness may capture output; report after it
+    run = Run(servers=args.servers)
+    error = run_harness(run)
+    problems = report(run, args.verbose, out) if run.hosts else 0
+    if error:
+        print(f"demo.py: the Nova harness failed: {error}", file=out)
+        return 1
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Make the two virtualenvs the tests and the demo need; quick when they exist.
+#   .venv         this project, Nova 34 (its functional harness), placement
+#   .venv-ironic  Ironic, run as a real server by the tests
+# Versions are pinned by tools/constraints.txt and tools/ironic-constraints.txt
+# (the sets this project was tested with), like OpenStack's upper-constraints.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if ! "$PYTHON" -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 12))'; then
+    echo "setup: $PYTHON is $("$PYTHON" -V 2>&1); Python 3.10 to 3.12 is needed" >&2
+    exit 2
+fi
+
+stamp() { cat "$@" | sha256sum | cut -d' ' -f1; }
+
+main_stamp=$(stamp requirements.txt test-requirements.txt tools/constraints.txt setup.cfg)
+if [ ! -x .venv/bin/python ] || [ "$(cat .venv/.ndf-stamp 2>/dev/null)" != "$main_stamp" ]; then
+    echo "setup: installing .venv (Nova, placement, this project)..." >&2
+    [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+    .venv/bin/pip install -q --disable-pip-version-check -U pip
+    .venv/bin/pip install -q --disable-pip-version-check -c tools/constraints.txt \
+        -r requirements.txt -r test-requirements.txt
+    .venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
+    echo "$main_stamp" > .venv/.ndf-stamp
+fi
+
+ironic_stamp=$(stamp tools/ironic-constraints.txt)
+if [ ! -x .venv-ironic/bin/ironic ] || [ "$(cat .venv-ironic/.ndf-stamp 2>/dev/null)" != "$ironic_stamp" ]; then
+    echo "setup: installing .venv-ironic (Ironic)..." >&2
+    [ -x .venv-ironic/bin/python ] || "$PYTHON" -m venv .venv-ironic
+    .venv-ironic/bin/pip install -q --disable-pip-version-check -U pip
+    .venv-ironic/bin/pip install -q --disable-pip-version-check \
+        -c tools/ironic-constraints.txt ironic
+    echo "$ironic_stamp" > .venv-ironic/.ndf-stamp
+fi
