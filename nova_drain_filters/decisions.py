@@ -24,6 +24,10 @@ class ReasonCode(str, enum.Enum):
     IRONIC_NODE_MISSING = "ironic_node_missing"
     BAREMETAL_UNAVAILABLE = "baremetal_unavailable"
     BAREMETAL_UNKNOWN = "baremetal_unknown"
+    PROVIDER_WITHOUT_NODE = "provider_without_node"
+    NODE_WITHOUT_PROVIDER = "node_without_provider"
+    CONSUMER_MISSING = "consumer_missing"
+    INSTANCE_ELSEWHERE = "instance_elsewhere"
 
 
 _LABELS = {
@@ -35,6 +39,10 @@ _LABELS = {
     ReasonCode.IRONIC_NODE_MISSING: "node missing from Ironic",
     ReasonCode.BAREMETAL_UNAVAILABLE: "baremetal",
     ReasonCode.BAREMETAL_UNKNOWN: "baremetal state unknown",
+    ReasonCode.PROVIDER_WITHOUT_NODE: "resource provider with no compute node",
+    ReasonCode.NODE_WITHOUT_PROVIDER: "compute node with no resource provider",
+    ReasonCode.CONSUMER_MISSING: "consumer does not exist",
+    ReasonCode.INSTANCE_ELSEWHERE: "instance lives elsewhere",
 }
 
 # Which trait the sync sets for a reason. Service reasons have none: Nova

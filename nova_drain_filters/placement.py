@@ -7,8 +7,15 @@ from nova_drain_filters import http
 #: 1.6 added the traits API; every call here works at this version.
 TRAITS_VERSION = "1.6"
 
+#: 1.38: allocation writes carry consumer_type; reads show it.
+ALLOCATIONS_VERSION = "1.38"
+#: 1.14: providers show their root and parent.
+PROVIDERS_VERSION = "1.14"
+
 #: How often a provider trait update is retried after a generation conflict.
 MAX_CONFLICT_RETRIES = 5
+
+Allocations = dict[str, dict[str, Any]]
 
 
 class PlacementClient(http.ServiceClient):
@@ -83,3 +90,53 @@ class PlacementClient(http.ServiceClient):
             f"provider generation kept changing; gave up after "
             f"{MAX_CONFLICT_RETRIES} attempts",
         )
+
+    def providers(self, required: str | None = None) -> list[dict[str, Any]]:
+        """Every resource provider (one request), or those with a trait."""
+        url = "/resource_providers"
+        version = PROVIDERS_VERSION
+        if required:
+            url += f"?required={required}"
+            version = "1.18"
+        return list(self.get(url, microversion=version)["resource_providers"])
+
+    def provider_allocations(self, rp_uuid: str) -> dict[str, dict[str, int]]:
+        """{consumer: {resource class: amount}} on one provider."""
+        body = self.get(f"/resource_providers/{rp_uuid}/allocations",
+                        microversion="1.0")
+        return {consumer: dict(alloc.get("resources", {}))
+                for consumer, alloc in body.get("allocations", {}).items()}
+
+    def consumer_allocations(self, consumer: str) -> dict[str, Any]:
+        """A consumer's allocations with its generation, project and type."""
+        body = self.get(f"/allocations/{consumer}",
+                        microversion=ALLOCATIONS_VERSION)
+        return dict(body)
+
+    def replace_consumer_allocations(
+        self, consumer: str, allocations: Allocations, current: dict[str, Any]
+    ) -> None:
+        """Write a consumer's allocations, guarded by its generation."""
+        body = {
+            "allocations": {
+                rp: {"resources": dict(a["resources"])}
+                for rp, a in allocations.items()
+            },
+            "consumer_generation": current.get("consumer_generation"),
+            "project_id": current["project_id"],
+            "user_id": current["user_id"],
+            "consumer_type": current.get("consumer_type") or "INSTANCE",
+        }
+        self.request("PUT", f"/allocations/{consumer}",
+                     microversion=ALLOCATIONS_VERSION, json_body=body,
+                     ok=(204,))
+
+    def delete_consumer_allocations(self, consumer: str) -> None:
+        """Delete all of a consumer's allocations."""
+        self.request("DELETE", f"/allocations/{consumer}",
+                     microversion=ALLOCATIONS_VERSION, ok=(204,))
+
+    def delete_provider(self, rp_uuid: str) -> None:
+        """Delete a resource provider (placement refuses one in use)."""
+        self.request("DELETE", f"/resource_providers/{rp_uuid}",
+                     microversion=PROVIDERS_VERSION, ok=(204,))

@@ -1,0 +1,171 @@
+"""Typed Nova API calls: hypervisors, services, servers and migrations, in bulk.
+
+Every list is paginated with ``limit``/``marker`` and follows Nova's
+``*_links`` "next" link, so a cloud of any size costs requests per page,
+never per instance.
+"""
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+from urllib import parse
+
+from nova_drain_filters import decisions
+from nova_drain_filters import http
+
+#: 2.53: service and hypervisor ids are UUIDs; 2.59: migrations paginate and
+#: carry their UUID (the consumer of a migration's allocations).
+COMPUTE_VERSION = "2.59"
+PAGE_SIZE = 1000
+MAX_PAGES = 100_000
+
+#: Migration statuses after which the migration holds no allocation.
+MIGRATION_DONE = frozenset({
+    "confirmed", "reverted", "error", "failed", "completed", "done",
+    "cancelled",
+})
+
+
+@dataclasses.dataclass(frozen=True)
+class Hypervisor:
+    """A compute node record as ``GET /os-hypervisors/detail`` shows it."""
+
+    uuid: str
+    hypervisor_hostname: str
+    hypervisor_type: str | None
+    host: str
+    service_id: str | None
+    state: str
+    status: str
+
+    @property
+    def facts(self) -> decisions.NodeFacts:
+        return decisions.NodeFacts(
+            host=self.host, nodename=self.hypervisor_hostname, uuid=self.uuid,
+            service_up=self.state == "up",
+            hypervisor_type=self.hypervisor_type)
+
+
+@dataclasses.dataclass(frozen=True)
+class Service:
+    """A nova-compute service record."""
+
+    uuid: str
+    host: str
+    state: str
+    status: str
+    forced_down: bool
+    disabled_reason: str | None
+    updated_at: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Server:
+    """An instance, with where Nova says it lives."""
+
+    uuid: str
+    status: str
+    host: str | None
+    node: str | None
+    project_id: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Migration:
+    """A migration that still holds (or may hold) allocations."""
+
+    uuid: str
+    instance_uuid: str
+    status: str
+    source_node: str | None
+    dest_node: str | None
+
+
+def _server(body: dict[str, Any]) -> Server:
+    return Server(uuid=body["id"], status=body.get("status", ""),
+                  host=body.get("OS-EXT-SRV-ATTR:host"),
+                  node=body.get("OS-EXT-SRV-ATTR:hypervisor_hostname"),
+                  project_id=body.get("tenant_id"))
+
+
+class NovaClient(http.ServiceClient):
+    """Nova's compute API, through a keystoneauth1 Adapter."""
+
+    service = "nova"
+
+    def _pages(self, path: str, key: str,
+               params: dict[str, str] | None = None) -> Iterator[Any]:
+        marker: str | None = None
+        for _ in range(MAX_PAGES):
+            query = dict(params or {}, limit=str(PAGE_SIZE))
+            if marker:
+                query["marker"] = marker
+            body = self.get(f"{path}?{parse.urlencode(query)}",
+                            microversion=COMPUTE_VERSION)
+            items = body.get(key) or []
+            yield from items
+            links = body.get(f"{key}_links") or []
+            if not items or not any(link.get("rel") == "next"
+                                    for link in links):
+                return
+            new_marker = str(items[-1].get("uuid") or items[-1].get("id"))
+            if new_marker == marker:
+                raise http.ApiError(self.service, "GET", path, 200,
+                                    "pagination marker did not advance")
+            marker = new_marker
+        raise http.ApiError(self.service, "GET", path, 200, "too many pages")
+
+    def hypervisors(self) -> list[Hypervisor]:
+        """Every compute node record, with its service's host and state."""
+        found = []
+        for hv in self._pages("/os-hypervisors/detail", "hypervisors"):
+            service = hv.get("service") or {}
+            found.append(Hypervisor(
+                uuid=str(hv["id"]),
+                hypervisor_hostname=hv.get("hypervisor_hostname") or "",
+                hypervisor_type=hv.get("hypervisor_type"),
+                host=service.get("host") or "", service_id=service.get("id"),
+                state=hv.get("state", ""), status=hv.get("status", "")))
+        return found
+
+    def services(self) -> list[Service]:
+        """Every nova-compute service (one request: not paginated)."""
+        body = self.get("/os-services?binary=nova-compute",
+                        microversion=COMPUTE_VERSION)
+        return [Service(uuid=str(s["id"]), host=s["host"], state=s["state"],
+                        status=s["status"],
+                        forced_down=bool(s.get("forced_down")),
+                        disabled_reason=s.get("disabled_reason"),
+                        updated_at=s.get("updated_at"))
+                for s in body["services"]]
+
+    def servers(self) -> list[Server]:
+        """Every instance of every project, a page at a time."""
+        return [_server(s) for s in self._pages(
+            "/servers/detail", "servers", {"all_tenants": "1"})]
+
+    def server(self, uuid: str) -> Server | None:
+        """One instance as Nova has it now, or None if it does not exist."""
+        try:
+            body = self.get(f"/servers/{uuid}", microversion=COMPUTE_VERSION)
+        except http.ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return _server(body["server"])
+
+    def migrations_in_progress(self) -> list[Migration]:
+        """Migrations that may still hold allocations."""
+        found = []
+        for m in self._pages("/os-migrations", "migrations"):
+            if m.get("status") in MIGRATION_DONE:
+                continue
+            found.append(Migration(
+                uuid=str(m.get("uuid")), instance_uuid=m["instance_uuid"],
+                status=m["status"], source_node=m.get("source_node"),
+                dest_node=m.get("dest_node")))
+        return found
+
+    def delete_service(self, uuid: str) -> None:
+        """Delete a compute service; Nova removes its nodes and providers."""
+        self.request("DELETE", f"/os-services/{uuid}",
+                     microversion=COMPUTE_VERSION)

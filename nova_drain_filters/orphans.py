@@ -1,0 +1,206 @@
+"""Orphaned allocations: what they are (a pure function) and how to find them.
+
+An allocation is orphaned when its consumer is not an existing instance and
+not a migration in progress, or is an instance that lives on another node
+(a source allocation left behind). All resource classes count, custom ones
+included, unlike ``nova-manage placement audit``, which looks only at the
+standard ones. Only providers in a tree rooted at a Nova compute node are
+judged: other services' consumers on their own providers are not Nova's.
+"""
+import dataclasses
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from concurrent import futures
+
+from nova_drain_filters import decisions
+from nova_drain_filters import nova
+from nova_drain_filters import placement
+
+#: Provider allocation reads in flight at once.
+CONCURRENCY = 8
+
+#: Server statuses while allocations are in transit between two nodes.
+MOVING = frozenset({"MIGRATING", "RESIZE", "VERIFY_RESIZE", "REVERT_RESIZE",
+                    "REBUILD"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Orphan:
+    """One consumer's allocation on one provider that nothing stands behind."""
+
+    consumer: str
+    provider: str
+    host: str
+    node: str
+    resources: Mapping[str, int]
+    reason: decisions.Reason
+    project: str | None = None
+
+    @property
+    def resources_text(self) -> str:
+        return ",".join(f"{rc}={n}" for rc, n in sorted(self.resources.items()))
+
+
+def find_orphans(
+    allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
+    roots: Mapping[str, str],
+    nodes: Mapping[str, nova.Hypervisor],
+    servers: Iterable[nova.Server],
+    migrations: Iterable[nova.Migration],
+) -> list[Orphan]:
+    """Judge every (provider, consumer) allocation; a pure function.
+
+    :param allocations: {provider: {consumer: {resource class: amount}}}.
+    :param roots: {provider: its root provider}.
+    :param nodes: {compute node uuid (= root provider uuid): hypervisor}.
+
+    ===================================  ==============================
+    consumer                             verdict
+    ===================================  ==============================
+    a migration in progress              live
+    an instance that is migrating        live (allocations in transit)
+    an instance on this node             live
+    an instance without a node (BUILD)   live (cannot judge: the
+                                         scheduler claims before the
+                                         instance gets its host)
+    an instance on another node          orphan: instance elsewhere
+    neither                              orphan: consumer missing
+    ===================================  ==============================
+    """
+    live = Liveness(servers, migrations)
+    found = []
+    for rp, consumers in sorted(allocations.items()):
+        node = nodes.get(roots.get(rp, rp))
+        if node is None:
+            continue
+        for consumer, resources in sorted(consumers.items()):
+            reason = live.orphan_reason(consumer, node.hypervisor_hostname)
+            if reason is not None:
+                found.append(Orphan(consumer, rp, node.host,
+                                    node.hypervisor_hostname, dict(resources),
+                                    reason))
+    return found
+
+
+class Liveness:
+    """Whether a consumer still stands behind its allocation on a node."""
+
+    def __init__(self, servers: Iterable[nova.Server],
+                 migrations: Iterable[nova.Migration]) -> None:
+        self.servers = {s.uuid: s for s in servers}
+        migrations = list(migrations)
+        self.migration_ids = {m.uuid for m in migrations}
+        self.migrating = {m.instance_uuid for m in migrations}
+
+    def orphan_reason(self, consumer: str,
+                      node: str | None) -> decisions.Reason | None:
+        """None if the consumer is live on ``node`` (None: no node)."""
+        if consumer in self.migration_ids or consumer in self.migrating:
+            return None
+        return reason_for(self.servers.get(consumer), node)
+
+
+def reason_for(server: nova.Server | None,
+               node: str | None) -> decisions.Reason | None:
+    """Why an allocation of ``server`` on ``node`` is orphaned, or None."""
+    if server is None:
+        return decisions.Reason(decisions.ReasonCode.CONSUMER_MISSING)
+    if not server.node or server.node == node or server.status in MOVING:
+        return None
+    return decisions.Reason(decisions.ReasonCode.INSTANCE_ELSEWHERE,
+                            f"on host {server.host} node {server.node}")
+
+
+def read_allocations(
+    client: placement.PlacementClient, providers: Iterable[str],
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, dict[str, dict[str, int]]]:
+    """Provider allocations, with bounded concurrency (one request each)."""
+    providers = list(providers)
+    found: dict[str, dict[str, dict[str, int]]] = {}
+    with futures.ThreadPoolExecutor(CONCURRENCY) as pool:
+        jobs = {pool.submit(client.provider_allocations, rp): rp
+                for rp in providers}
+        for done, job in enumerate(futures.as_completed(jobs), 1):
+            found[jobs[job]] = job.result()
+            if progress:
+                progress(done, len(providers))
+    return found
+
+
+def gather(
+    compute: nova.NovaClient, client: placement.PlacementClient,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Orphan]:
+    """Every orphan in the cloud, with its consumer's project.
+
+    Requests: hypervisor, server and migration pages, one provider list,
+    one allocation read per provider, and one read per orphaned consumer
+    for its project; never one per healthy consumer.
+    """
+    nodes = {h.uuid: h for h in compute.hypervisors()}
+    servers = compute.servers()
+    migrations = compute.migrations_in_progress()
+    providers = client.providers()
+    roots = {p["uuid"]: p.get("root_provider_uuid") or p["uuid"]
+             for p in providers}
+    in_compute_trees = [rp for rp, root in roots.items() if root in nodes]
+    allocations = read_allocations(client, in_compute_trees, progress)
+    orphans = find_orphans(allocations, roots, nodes, servers, migrations)
+    projects: dict[str, str | None] = {}
+    for orphan in orphans:
+        if orphan.consumer not in projects:
+            body = client.consumer_allocations(orphan.consumer)
+            projects[orphan.consumer] = body.get("project_id")
+    return [dataclasses.replace(o, project=projects[o.consumer])
+            for o in orphans]
+
+
+@dataclasses.dataclass(frozen=True)
+class ClearOutcome:
+    consumer: str
+    providers: tuple[str, ...]
+    result: str
+    error: str | None = None
+
+
+def clear_consumer(
+    compute: nova.NovaClient, client: placement.PlacementClient,
+    consumer: str, drop: Mapping[str, str | None], dry_run: bool = False,
+) -> ClearOutcome:
+    """Remove only the orphaned part of one consumer's allocations.
+
+    :param drop: {provider: its compute node name} to take the consumer's
+        allocations off.
+
+    Checks again right before writing: the instance must still be missing
+    or still live elsewhere, and a migration's allocations are never
+    touched. If the consumer keeps allocations on other providers they are
+    rewritten without the dropped ones (guarded by the consumer
+    generation); otherwise the consumer's allocations are deleted.
+    """
+    providers = tuple(sorted(drop))
+    server = compute.server(consumer)
+    for node in drop.values():
+        if reason_for(server, node) is None:
+            return ClearOutcome(consumer, providers, "skipped",
+                                f"instance is on {node} now")
+    current = client.consumer_allocations(consumer)
+    allocations = current.get("allocations") or {}
+    if current.get("consumer_type") == "MIGRATION":
+        return ClearOutcome(consumer, providers, "skipped",
+                            "consumer is a migration")
+    dropping = [rp for rp in providers if rp in allocations]
+    if not dropping:
+        return ClearOutcome(consumer, providers, "already gone")
+    keep = {rp: a for rp, a in allocations.items() if rp not in drop}
+    if dry_run:
+        return ClearOutcome(consumer, providers,
+                            "would rewrite" if keep else "would delete")
+    if keep:
+        client.replace_consumer_allocations(consumer, keep, current)
+        return ClearOutcome(consumer, providers,
+                            f"rewritten, kept {len(keep)} provider(s)")
+    client.delete_consumer_allocations(consumer)
+    return ClearOutcome(consumer, providers, "deleted")

@@ -1,0 +1,197 @@
+"""Stale compute nodes and providers: what they are, and what clearing does.
+
+``find_stale`` is a pure function over what Nova, placement and Ironic
+report; ``plan_clear`` turns its rows into actions that never touch what is
+still in use. The CLI gathers the facts and carries the actions out.
+"""
+import dataclasses
+import datetime
+import enum
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+
+from oslo_utils import timeutils
+
+from nova_drain_filters import decisions
+from nova_drain_filters import nova
+
+COMPUTE_NODE = "compute_node"
+RESOURCE_PROVIDER = "resource_provider"
+
+_SERVICE_GONE = {decisions.ReasonCode.SERVICE_DOWN.value,
+                 decisions.ReasonCode.SERVICE_FORCED_DOWN.value}
+# A single record is removed only when nothing will report it again: its
+# node is gone from Ironic, or another record owns the node. A record that
+# merely lacks its provider is nova-compute's to repair on its periodic.
+_RECORD_GONE = {decisions.ReasonCode.DUPLICATE_NODE.value,
+                decisions.ReasonCode.IRONIC_NODE_MISSING.value}
+
+
+@dataclasses.dataclass(frozen=True)
+class StaleRecord:
+    """A compute node or provider no live reporter stands behind."""
+
+    kind: str
+    uuid: str
+    host: str
+    node: str
+    hypervisor_type: str | None
+    reasons: tuple[decisions.Reason, ...]
+    instances: int = 0
+    allocations: int = 0
+    service_id: str | None = None
+
+    @property
+    def codes(self) -> set[str]:
+        return {r.code.value for r in self.reasons}
+
+
+def _service_reasons(service: nova.Service | None,
+                     now: datetime.datetime) -> list[decisions.Reason]:
+    if service is None:
+        return []
+    last = (timeutils.parse_isotime(service.updated_at)
+            if service.updated_at else None)
+    facts = decisions.ServiceFacts(
+        host=service.host, disabled=False, forced_down=service.forced_down,
+        is_up=service.state == "up" and not service.forced_down,
+        last_seen_up=last)
+    return decisions.service_reasons(facts, now)
+
+
+def find_stale(
+    hypervisors: Sequence[nova.Hypervisor],
+    services: Iterable[nova.Service],
+    providers: Iterable[str],
+    compute_providers: Iterable[str],
+    ironic_nodes: Mapping[str, object] | None,
+    servers: Iterable[nova.Server],
+    now: datetime.datetime,
+) -> list[StaleRecord]:
+    """Every stale compute node and provider; a pure function.
+
+    :param providers: every resource provider UUID.
+    :param compute_providers: root providers Nova made for compute nodes
+        (they carry ``COMPUTE_NODE``).
+    :param ironic_nodes: Ironic's nodes by UUID, or None without Ironic.
+        Listed after Nova's records: Nova learns nodes only from Ironic.
+    """
+    by_host = {s.host: s for s in services}
+    providers = set(providers)
+    instances: dict[tuple[str | None, str | None], int] = {}
+    for server in servers:
+        key = (server.host, server.node)
+        instances[key] = instances.get(key, 0) + 1
+    duplicates = decisions.duplicate_reasons(h.facts for h in hypervisors)
+    found = []
+    for hv in hypervisors:
+        reasons = _service_reasons(by_host.get(hv.host), now)
+        if ironic_nodes is not None and decisions.is_ironic(
+                hv.hypervisor_type) and hv.hypervisor_hostname not in ironic_nodes:
+            reasons.append(decisions.missing_from_ironic_reason(
+                hv.hypervisor_hostname))
+        if hv.facts.key in duplicates:
+            reasons.append(duplicates[hv.facts.key])
+        if hv.uuid not in providers:
+            reasons.append(decisions.Reason(
+                decisions.ReasonCode.NODE_WITHOUT_PROVIDER))
+        if reasons:
+            found.append(StaleRecord(
+                COMPUTE_NODE, hv.uuid, hv.host, hv.hypervisor_hostname,
+                hv.hypervisor_type, tuple(reasons),
+                instances.get((hv.host, hv.hypervisor_hostname), 0),
+                service_id=hv.service_id))
+    known = {hv.uuid for hv in hypervisors}
+    for rp in sorted(set(compute_providers) - known):
+        found.append(StaleRecord(
+            RESOURCE_PROVIDER, rp, "", "", None,
+            (decisions.Reason(decisions.ReasonCode.PROVIDER_WITHOUT_NODE),)))
+    return found
+
+
+class Step(str, enum.Enum):
+    DELETE_SERVICE = "delete compute service"
+    DELETE_PROVIDER = "delete resource provider"
+    DELETE_COMPUTE_NODE = "delete compute node record"
+    SKIP = "skip"
+
+
+@dataclasses.dataclass(frozen=True)
+class Action:
+    """One thing ``stale clear`` will do, or will not do and why."""
+
+    step: Step
+    target: str
+    detail: str
+    records: tuple[str, ...] = ()
+
+
+def plan_clear(records: Sequence[StaleRecord],
+               hypervisors: Sequence[nova.Hypervisor],
+               live_consumers: Mapping[str, Sequence[str]]) -> list[Action]:
+    """What clearing the given records takes; never anything in use.
+
+    :param live_consumers: for each stale provider, the consumers on it
+        that still exist (instances or migrations in progress).
+
+    * a service that is down or forced down, whose every node is stale and
+      that has no instances, is deleted whole (Nova then removes its nodes,
+      providers and host mapping);
+    * a provider with no compute node is deleted if no live consumer uses
+      it (its dead consumers' allocations go first);
+    * a single record that nothing will report again (a duplicate, or a
+      node gone from Ironic) is removed through Nova's object layer, if it
+      has no instances;
+    * everything else is skipped, saying why.
+    """
+    actions: list[Action] = []
+    stale_nodes = {r.uuid: r for r in records if r.kind == COMPUTE_NODE}
+    nodes_by_service: dict[str, list[nova.Hypervisor]] = {}
+    for hv in hypervisors:
+        if hv.service_id:
+            nodes_by_service.setdefault(hv.service_id, []).append(hv)
+    handled: set[str] = set()
+    for service_id, nodes in sorted(nodes_by_service.items()):
+        if not all(hv.uuid in stale_nodes
+                   and stale_nodes[hv.uuid].codes & _SERVICE_GONE
+                   for hv in nodes):
+            continue
+        host = nodes[0].host
+        busy = sum(stale_nodes[hv.uuid].instances for hv in nodes)
+        uuids = tuple(hv.uuid for hv in nodes)
+        handled.update(uuids)
+        if busy:
+            actions.append(Action(Step.SKIP, host,
+                                  f"service has {busy} instance(s)", uuids))
+        else:
+            actions.append(Action(Step.DELETE_SERVICE, service_id,
+                                  f"host {host}, {len(nodes)} node(s)", uuids))
+    for record in records:
+        if record.uuid in handled:
+            continue
+        live = list(live_consumers.get(record.uuid, ()))
+        if record.kind == RESOURCE_PROVIDER:
+            if live:
+                actions.append(Action(
+                    Step.SKIP, record.uuid,
+                    f"in use by {', '.join(sorted(live))}", (record.uuid,)))
+            else:
+                actions.append(Action(Step.DELETE_PROVIDER, record.uuid,
+                                      "no compute node", (record.uuid,)))
+        elif record.instances or live:
+            actions.append(Action(
+                Step.SKIP, record.uuid,
+                f"node {record.node} has {record.instances} instance(s)"
+                f" and {len(live)} live consumer(s)", (record.uuid,)))
+        elif not record.codes & _RECORD_GONE:
+            actions.append(Action(
+                Step.SKIP, record.uuid,
+                "its service is alive and still reports it: "
+                + decisions.summarize(record.reasons), (record.uuid,)))
+        else:
+            actions.append(Action(
+                Step.DELETE_COMPUTE_NODE, record.uuid,
+                f"host {record.host} node {record.node}: "
+                + decisions.summarize(record.reasons), (record.uuid,)))
+    return actions

@@ -1,0 +1,70 @@
+"""The three services the drain commands talk to, on openstackclient's session.
+
+Endpoints come from the catalog, or from the usual overrides
+(``--os-<service>-endpoint-override`` in clouds.yaml terms, or
+``OS_COMPUTE_ENDPOINT_OVERRIDE``-style variables), through keystoneauth.
+"""
+from typing import Any
+
+from keystoneauth1 import adapter as ks_adapter
+
+from nova_drain_filters import ironic
+from nova_drain_filters import nova
+from nova_drain_filters import placement
+
+
+class DrainClient:
+    """Nova, placement and (when the cloud has it) Ironic clients."""
+
+    def __init__(self, session: Any, interface: str | None = None,
+                 region_name: str | None = None,
+                 overrides: dict[str, str | None] | None = None) -> None:
+        self.session = session
+        self.interface = interface
+        self.region_name = region_name
+        self.overrides = overrides or {}
+        self._clients: dict[str, Any] = {}
+
+    @classmethod
+    def from_client_manager(cls, instance: Any) -> "DrainClient":
+        override = getattr(instance, "_override_for", lambda _t: None)
+        return cls(instance.session, instance.interface, instance.region_name,
+                   {t: override(t) for t in ("compute", "placement",
+                                             "baremetal")})
+
+    def _adapter(self, service_type: str) -> ks_adapter.Adapter:
+        return ks_adapter.Adapter(
+            self.session, service_type=service_type, interface=self.interface,
+            region_name=self.region_name,
+            endpoint_override=self.overrides.get(service_type))
+
+    def _client(self, service_type: str, cls: type) -> Any:
+        if service_type not in self._clients:
+            self._clients[service_type] = cls(self._adapter(service_type))
+        return self._clients[service_type]
+
+    @property
+    def nova(self) -> nova.NovaClient:
+        return self._client("compute", nova.NovaClient)
+
+    @property
+    def placement(self) -> placement.PlacementClient:
+        return self._client("placement", placement.PlacementClient)
+
+    @property
+    def ironic(self) -> ironic.IronicClient:
+        return self._client("baremetal", ironic.IronicClient)
+
+    def has_ironic(self) -> bool:
+        """Whether the catalog (or an override) has a baremetal endpoint."""
+        if self.overrides.get("baremetal"):
+            return True
+        try:
+            return bool(self._adapter("baremetal").get_endpoint())
+        except Exception:
+            return False
+
+    @property
+    def requests(self) -> int:
+        """Requests sent so far by all three clients."""
+        return sum(c.requests for c in self._clients.values())

@@ -1,0 +1,106 @@
+"""``openstack drain orphan list|clear``: allocations nothing stands behind."""
+import argparse
+from typing import Any
+
+from osc_lib import exceptions
+
+from nova_drain_filters import http
+from nova_drain_filters import orphans
+from osc_plugin.v1 import common
+
+COLUMNS = ("Consumer", "Resource Provider", "Host", "Node", "Resources",
+           "Reason", "Project")
+
+
+def _rows(found: list[orphans.Orphan]) -> list[tuple[Any, ...]]:
+    return [(o.consumer, o.provider, o.host, o.node, o.resources_text,
+             str(o.reason), o.project or "") for o in found]
+
+
+def _gather(app: Any) -> list[orphans.Orphan]:
+    client = common.drain_client(app)
+    progress = common.Progress("reading provider allocations")
+    try:
+        with common.api_errors():
+            return orphans.gather(client.nova, client.placement, progress)
+    finally:
+        progress.close()
+
+
+class ListOrphan(common.DrainLister):
+    """List allocations whose consumer is gone or lives on another node.
+
+    Looks at every resource class, custom ones (CUSTOM_BAREMETAL_*) included,
+    on every provider in a tree rooted at a Nova compute node.
+    """
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        parser.add_argument("--resource-provider", metavar="<uuid>",
+                            type=common.uuid_arg("resource provider"),
+                            help="only allocations on this provider")
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
+        found = _gather(self.app)
+        if parsed_args.resource_provider:
+            found = [o for o in found
+                     if o.provider == parsed_args.resource_provider]
+        self.found = len(found)
+        return COLUMNS, _rows(found)
+
+
+class ClearOrphan(common.ClearCommand):
+    """Remove orphaned allocations, only the orphaned part of each consumer.
+
+    A consumer that also holds live allocations elsewhere keeps them: its
+    allocations are rewritten without the orphaned providers.
+    """
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        parser.add_argument("consumers", metavar="<consumer>", nargs="*",
+                            type=common.uuid_arg("consumer"),
+                            help="only these consumers (default: all orphans)")
+        parser.add_argument("--resource-provider", metavar="<uuid>",
+                            type=common.uuid_arg("resource provider"),
+                            help="only allocations on this provider")
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
+        found = _gather(self.app)
+        if parsed_args.consumers:
+            wanted = set(parsed_args.consumers)
+            unknown = wanted - {o.consumer for o in found}
+            if unknown:
+                raise exceptions.CommandError(
+                    "not an orphaned consumer: " + ", ".join(sorted(unknown)))
+            found = [o for o in found if o.consumer in wanted]
+        if parsed_args.resource_provider:
+            found = [o for o in found
+                     if o.provider == parsed_args.resource_provider]
+        by_consumer: dict[str, dict[str, str]] = {}
+        for orphan in found:
+            by_consumer.setdefault(orphan.consumer, {})[orphan.provider] = (
+                orphan.node)
+        plan = [f"{consumer}: remove its allocations on {', '.join(sorted(d))}"
+                for consumer, d in sorted(by_consumer.items())]
+        go = self.confirm(parsed_args, plan)
+        client: Any = common.drain_client(self.app)
+        rows = []
+        for consumer, drop in sorted(by_consumer.items()):
+            if not go:
+                rows.append((consumer, ",".join(sorted(drop)),
+                             "planned" if parsed_args.dry_run else "not done"))
+                continue
+            try:
+                outcome = orphans.clear_consumer(client.nova, client.placement,
+                                                 consumer, drop)
+            except http.ApiError as exc:
+                self.failures.append(f"consumer {consumer}: {exc}")
+                rows.append((consumer, ",".join(sorted(drop)), "failed"))
+                continue
+            result = outcome.result + (f" ({outcome.error})"
+                                       if outcome.error else "")
+            rows.append((consumer, ",".join(outcome.providers), result))
+        return ("Consumer", "Resource Providers", "Result"), rows

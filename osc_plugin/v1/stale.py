@@ -1,0 +1,175 @@
+"""``openstack drain stale list|clear``: records no live reporter stands behind."""
+import argparse
+import datetime
+from typing import Any
+
+from osc_lib import exceptions
+
+from nova_drain_filters import decisions
+from nova_drain_filters import http
+from nova_drain_filters import nova_db
+from nova_drain_filters import orphans
+from nova_drain_filters import stale
+from osc_plugin.v1 import common
+
+COLUMNS = ("UUID", "Kind", "Host", "Node", "Hypervisor Type", "Reasons",
+           "Reason Codes", "Instances", "Allocations")
+REASONS = sorted(c.value for c in decisions.ReasonCode)
+
+
+class Facts:
+    """Everything ``stale`` needs, gathered in bulk (pages, not records)."""
+
+    def __init__(self, app: Any) -> None:
+        client = common.drain_client(app)
+        self.client = client
+        progress = common.Progress("reading provider allocations")
+        with common.api_errors():
+            self.hypervisors = client.nova.hypervisors()
+            services = client.nova.services()
+            self.servers = client.nova.servers()
+            self.migrations = client.nova.migrations_in_progress()
+            providers = {p["uuid"] for p in client.placement.providers()}
+            compute = {p["uuid"] for p in client.placement.providers(
+                required="COMPUTE_NODE")}
+            # After Nova's records: Nova learns nodes only from Ironic.
+            ironic_nodes = None
+            if client.has_ironic():
+                ironic_nodes = {n.uuid: n for n in client.ironic.list_nodes(1000)}
+            now = datetime.datetime.now(datetime.timezone.utc)
+            records = stale.find_stale(self.hypervisors, services, providers,
+                                       compute, ironic_nodes, self.servers, now)
+            stale_rps = [r.uuid for r in records if r.uuid in providers]
+            self.allocations = orphans.read_allocations(
+                client.placement, stale_rps, progress)
+        progress.close()
+        self.records = [
+            stale.StaleRecord(**{**r.__dict__, "allocations": len(
+                self.allocations.get(r.uuid, {}))}) for r in records]
+
+    def live_consumers(self) -> dict[str, list[str]]:
+        live = orphans.Liveness(self.servers, self.migrations)
+        nodes = {r.uuid: r.node or None for r in self.records}
+        return {rp: [c for c in consumers
+                     if live.orphan_reason(c, nodes.get(rp)) is None]
+                for rp, consumers in self.allocations.items()}
+
+
+def _row(r: stale.StaleRecord) -> tuple[Any, ...]:
+    return (r.uuid, r.kind, r.host, r.node, r.hypervisor_type or "",
+            decisions.summarize(r.reasons), ",".join(sorted(r.codes)),
+            r.instances, r.allocations)
+
+
+class ListStale(common.DrainLister):
+    """List compute nodes and resource providers no live reporter backs."""
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        parser.add_argument("--host", metavar="<host>",
+                            help="only records of this compute host")
+        parser.add_argument("--reason", metavar="<reason>", choices=REASONS,
+                            help="only records with this reason code")
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
+        facts = Facts(self.app)
+        records = facts.records
+        if parsed_args.host:
+            hosts = {h.host for h in facts.hypervisors}
+            if parsed_args.host not in hosts:
+                raise exceptions.CommandError(
+                    f"unknown compute host {parsed_args.host!r}")
+            records = [r for r in records if r.host == parsed_args.host]
+        if parsed_args.reason:
+            records = [r for r in records if parsed_args.reason in r.codes]
+        self.found = len(records)
+        return COLUMNS, [_row(r) for r in records]
+
+
+class ClearStale(common.ClearCommand):
+    """Remove stale records as completely as possible, never what is in use."""
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        parser.add_argument("uuids", metavar="<uuid>", nargs="*",
+                            type=common.uuid_arg("stale record"),
+                            help="compute node or provider UUIDs from "
+                                 "'stale list'")
+        parser.add_argument("--all", action="store_true",
+                            help="every record 'stale list' shows")
+        parser.add_argument(
+            "--nova-config", metavar="<path>",
+            help="nova.conf of a controller; needed to remove a single "
+                 "compute node record (there is no API for it)")
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
+        if bool(parsed_args.uuids) == bool(parsed_args.all):
+            raise exceptions.CommandError(
+                "name the stale records to clear, or pass --all")
+        facts = Facts(self.app)
+        records = facts.records
+        if parsed_args.uuids:
+            known = {r.uuid for r in records}
+            unknown = [u for u in parsed_args.uuids if u not in known]
+            if unknown:
+                raise exceptions.CommandError(
+                    "not a stale record: " + ", ".join(unknown))
+            records = [r for r in records if r.uuid in parsed_args.uuids]
+        actions = stale.plan_clear(records, facts.hypervisors,
+                                   facts.live_consumers())
+        todo = [a for a in actions if a.step is not stale.Step.SKIP]
+        go = self.confirm(parsed_args, [
+            f"{a.step.value} {a.target} ({a.detail})" for a in todo])
+        rows = []
+        for action in actions:
+            if action.step is stale.Step.SKIP:
+                rows.append((action.step.value, action.target, action.detail))
+                continue
+            if not go:
+                rows.append((action.step.value, action.target,
+                             "planned" if parsed_args.dry_run else "not done"))
+                continue
+            try:
+                result = self._carry_out(action, facts, parsed_args)
+            except (http.ApiError, nova_db.Unavailable) as exc:
+                self.failures.append(f"{action.step.value} {action.target}: {exc}")
+                result = "failed"
+            rows.append((action.step.value, action.target, result))
+        return ("Step", "Target", "Result"), rows
+
+    def _carry_out(self, action: stale.Action, facts: Facts,
+                   parsed_args: argparse.Namespace) -> str:
+        client = facts.client
+        if action.step is stale.Step.DELETE_SERVICE:
+            client.nova.delete_service(action.target)
+            # Nova deletes the providers too but swallows its failures
+            # (nova/api/openstack/compute/services.py delete).
+            left = [rp for rp in action.records
+                    if rp in {p["uuid"] for p in client.placement.providers()}]
+            return "deleted" + (f"; provider(s) left behind: {', '.join(left)}"
+                                if left else "")
+        if action.step is stale.Step.DELETE_COMPUTE_NODE:
+            if not parsed_args.nova_config:
+                raise nova_db.Unavailable(
+                    "no API removes a single compute node record; run on a "
+                    "controller with --nova-config /etc/nova/nova.conf")
+            where = nova_db.delete_compute_node(action.target,
+                                                parsed_args.nova_config)
+            dropped = self._drop_provider(client, action.target, facts)
+            return f"deleted {where}; {dropped}"
+        return self._drop_provider(client, action.target, facts)
+
+    def _drop_provider(self, client: Any, rp: str, facts: Facts) -> str:
+        dead = facts.allocations.get(rp, {})
+        for consumer in sorted(dead):
+            orphans.clear_consumer(client.nova, client.placement, consumer,
+                                   {rp: None})
+        try:
+            client.placement.delete_provider(rp)
+        except http.ApiError as exc:
+            if exc.status == 404:
+                return "provider already gone"
+            raise
+        return f"provider deleted ({len(dead)} dead consumer(s) cleared)"
