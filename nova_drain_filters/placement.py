@@ -18,6 +18,18 @@ MAX_CONFLICT_RETRIES = 5
 Allocations = dict[str, dict[str, Any]]
 
 
+def _writable_type(consumer_type: str | None) -> str:
+    """A consumer type placement accepts back.
+
+    Allocations written below 1.38 (as Nova 34 still writes them) read back
+    as ``unknown``, which a write rejects (``^[A-Z0-9_]+$``); they are
+    Nova's instances.
+    """
+    if consumer_type and consumer_type != "unknown":
+        return consumer_type
+    return "INSTANCE"
+
+
 class PlacementClient(http.ServiceClient):
     """Placement, through a keystoneauth1 Adapter."""
 
@@ -125,7 +137,7 @@ class PlacementClient(http.ServiceClient):
             "consumer_generation": current.get("consumer_generation"),
             "project_id": current["project_id"],
             "user_id": current["user_id"],
-            "consumer_type": current.get("consumer_type") or "INSTANCE",
+            "consumer_type": _writable_type(current.get("consumer_type")),
         }
         self.request("PUT", f"/allocations/{consumer}",
                      microversion=ALLOCATIONS_VERSION, json_body=body,

@@ -159,11 +159,15 @@ def plan_clear(records: Sequence[StaleRecord],
             continue
         host = nodes[0].host
         busy = sum(stale_nodes[hv.uuid].instances for hv in nodes)
+        live = sorted(c for hv in nodes for c in live_consumers.get(hv.uuid, ()))
         uuids = tuple(hv.uuid for hv in nodes)
         handled.update(uuids)
         if busy:
             actions.append(Action(Step.SKIP, host,
                                   f"service has {busy} instance(s)", uuids))
+        elif live:
+            actions.append(Action(Step.SKIP, host,
+                                  f"in use by {', '.join(live)}", uuids))
         else:
             actions.append(Action(Step.DELETE_SERVICE, service_id,
                                   f"host {host}, {len(nodes)} node(s)", uuids))
@@ -184,6 +188,12 @@ def plan_clear(records: Sequence[StaleRecord],
                 Step.SKIP, record.uuid,
                 f"node {record.node} has {record.instances} instance(s)"
                 f" and {len(live)} live consumer(s)", (record.uuid,)))
+        elif record.codes & _SERVICE_GONE:
+            actions.append(Action(
+                Step.SKIP, record.uuid,
+                "its service is down: clear all of the service's nodes "
+                "together (or --all) to delete the service",
+                (record.uuid,)))
         elif not record.codes & _RECORD_GONE:
             actions.append(Action(
                 Step.SKIP, record.uuid,

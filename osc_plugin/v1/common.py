@@ -2,6 +2,7 @@
 import argparse
 import contextlib
 import sys
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,7 +28,7 @@ def uuid_arg(what: str) -> Any:
     def check(value: str) -> str:
         if not uuidutils.is_uuid_like(value):
             raise argparse.ArgumentTypeError(f"{what} {value!r} is not a UUID")
-        return value
+        return str(uuid.UUID(value))  # the spelling the APIs return
     return check
 
 

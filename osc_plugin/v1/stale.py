@@ -1,5 +1,6 @@
 """``openstack drain stale list|clear``: records no live reporter stands behind."""
 import argparse
+import contextlib
 import datetime
 from typing import Any
 
@@ -24,7 +25,7 @@ class Facts:
         client = common.drain_client(app)
         self.client = client
         progress = common.Progress("reading provider allocations")
-        with common.api_errors():
+        with common.api_errors(), contextlib.closing(progress):
             self.hypervisors = client.nova.hypervisors()
             services = client.nova.services()
             self.servers = client.nova.servers()
@@ -42,7 +43,6 @@ class Facts:
             stale_rps = [r.uuid for r in records if r.uuid in providers]
             self.allocations = orphans.read_allocations(
                 client.placement, stale_rps, progress)
-        progress.close()
         self.records = [
             stale.StaleRecord(**{**r.__dict__, "allocations": len(
                 self.allocations.get(r.uuid, {}))}) for r in records]
@@ -146,8 +146,8 @@ class ClearStale(common.ClearCommand):
             client.nova.delete_service(action.target)
             # Nova deletes the providers too but swallows its failures
             # (nova/api/openstack/compute/services.py delete).
-            left = [rp for rp in action.records
-                    if rp in {p["uuid"] for p in client.placement.providers()}]
+            present = {p["uuid"] for p in client.placement.providers()}
+            left = [rp for rp in action.records if rp in present]
             return "deleted" + (f"; provider(s) left behind: {', '.join(left)}"
                                 if left else "")
         if action.step is stale.Step.DELETE_COMPUTE_NODE:

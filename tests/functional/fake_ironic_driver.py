@@ -16,6 +16,9 @@ class FakeIronicDriver(fake.FakeDriver):
 
     #: Set by the test before the compute service starts.
     NODES: list[str] = []
+    #: If set, each node offers one unit of this custom resource class and
+    #: nothing else, as Nova's Ironic driver reports a node.
+    RESOURCE_CLASS: str | None = None
 
     def init_host(self, host: str) -> None:
         self._host = host
@@ -27,6 +30,15 @@ class FakeIronicDriver(fake.FakeDriver):
             resources["hypervisor_type"] = "ironic"
             resources["uuid"] = nodename
         return resources
+
+    def update_provider_tree(self, provider_tree: Any, nodename: str,
+                             allocations: Any = None) -> None:
+        if not self.RESOURCE_CLASS:
+            return super().update_provider_tree(provider_tree, nodename,
+                                                allocations)
+        provider_tree.update_inventory(nodename, {self.RESOURCE_CLASS: {
+            "total": 1, "reserved": 0, "min_unit": 1, "max_unit": 1,
+            "step_size": 1, "allocation_ratio": 1.0}})
 
     def get_nodenames_by_uuid(self, refresh: bool = False) -> dict[str, str]:
         return {node: node for node in self.get_available_nodes()}

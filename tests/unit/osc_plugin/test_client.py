@@ -1,0 +1,110 @@
+"""The plugin entry points and DrainClient on openstackclient's session."""
+import argparse
+import types
+from typing import Any
+
+import fixtures
+import testtools
+
+from nova_drain_filters import ironic
+from nova_drain_filters import nova
+from nova_drain_filters import placement
+from osc_plugin import client
+from osc_plugin import plugin
+
+
+class FakeSession:
+    """Answers endpoint look-ups from a dict (or raises ``error``)."""
+
+    def __init__(self, endpoints: dict[str, str] | None = None,
+                 error: Exception | None = None) -> None:
+        self.endpoints = endpoints or {}
+        self.error = error
+
+    def get_endpoint(self, auth: Any = None, **kwargs: Any) -> str | None:
+        if self.error is not None:
+            raise self.error
+        return self.endpoints.get(kwargs.get("service_type", ""))
+
+
+def manager(session: Any = None, **overrides: str) -> Any:
+    return types.SimpleNamespace(
+        session=session or FakeSession(), interface="internal",
+        region_name="R1", _override_for=overrides.get)
+
+
+class TestDrainClient(testtools.TestCase):
+    def test_from_client_manager(self) -> None:
+        drain = client.DrainClient.from_client_manager(
+            manager(compute="http://nova.example/v2.1"))
+        self.assertEqual(("internal", "R1"),
+                         (drain.interface, drain.region_name))
+        self.assertEqual({"compute": "http://nova.example/v2.1",
+                          "placement": None, "baremetal": None},
+                         drain.overrides)
+
+    def test_manager_without_overrides(self) -> None:
+        instance = types.SimpleNamespace(session=FakeSession(),
+                                         interface=None, region_name=None)
+        drain = client.DrainClient.from_client_manager(instance)
+        self.assertEqual({"compute": None, "placement": None,
+                          "baremetal": None}, drain.overrides)
+
+    def test_clients_are_built_once_on_the_right_service(self) -> None:
+        drain = client.DrainClient.from_client_manager(
+            manager(placement="http://placement.example"))
+        for attr, cls, service_type in (
+                ("nova", nova.NovaClient, "compute"),
+                ("placement", placement.PlacementClient, "placement"),
+                ("ironic", ironic.IronicClient, "baremetal")):
+            built = getattr(drain, attr)
+            self.assertIsInstance(built, cls)
+            self.assertIs(built, getattr(drain, attr))
+            self.assertEqual((service_type, "internal", "R1"), (
+                built.adapter.service_type, built.adapter.interface,
+                built.adapter.region_name))
+        self.assertEqual("http://placement.example",
+                         drain.placement.adapter.endpoint_override)
+        self.assertIsNone(drain.nova.adapter.endpoint_override)
+
+    def test_requests_sum_over_built_clients(self) -> None:
+        drain = client.DrainClient(FakeSession())
+        self.assertEqual(0, drain.requests)
+        drain.nova.requests = 3
+        drain.placement.requests = 4
+        self.assertEqual(7, drain.requests)
+
+    def test_has_ironic(self) -> None:
+        self.assertIs(True, client.DrainClient(
+            FakeSession(), overrides={"baremetal": "http://ironic"}
+        ).has_ironic())
+        self.assertIs(True, client.DrainClient(FakeSession(
+            {"baremetal": "http://ironic.example"})).has_ironic())
+        self.assertIs(False, client.DrainClient(FakeSession()).has_ironic())
+        self.assertIs(False, client.DrainClient(FakeSession(
+            error=RuntimeError("no catalog"))).has_ironic())
+
+
+class TestPlugin(testtools.TestCase):
+    def test_entry_point_attributes(self) -> None:
+        self.assertEqual(("drain", "os_drain_api_version", "1"), (
+            plugin.API_NAME, plugin.API_VERSION_OPTION,
+            plugin.DEFAULT_API_VERSION))
+        self.assertEqual({"1": "osc_plugin.client.DrainClient"},
+                         plugin.API_VERSIONS)
+
+    def test_make_client(self) -> None:
+        drain = plugin.make_client(manager(baremetal="http://ironic"))
+        self.assertIsInstance(drain, client.DrainClient)
+        self.assertEqual("http://ironic", drain.overrides["baremetal"])
+
+    def test_api_version_option(self) -> None:
+        self.useFixture(fixtures.EnvironmentVariable("OS_DRAIN_API_VERSION"))
+        parser = plugin.build_option_parser(argparse.ArgumentParser())
+        self.assertEqual("1", parser.parse_args([]).os_drain_api_version)
+        self.assertEqual("2", parser.parse_args(
+            ["--os-drain-api-version", "2"]).os_drain_api_version)
+        self.useFixture(fixtures.EnvironmentVariable("OS_DRAIN_API_VERSION",
+                                                     "9"))
+        parser = plugin.build_option_parser(argparse.ArgumentParser())
+        self.assertEqual("9", parser.parse_args([]).os_drain_api_version)

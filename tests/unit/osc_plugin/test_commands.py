@@ -1,0 +1,248 @@
+"""Every command's parser, and what the commands share (osc_plugin.v1.common)."""
+import argparse
+from typing import Any
+
+from osc_lib import exceptions
+
+from nova_drain_filters import http
+from osc_plugin.v1 import common
+from osc_plugin.v1 import orphan
+from osc_plugin.v1 import stale
+from osc_plugin.v1 import sync
+from tests.unit.osc_plugin import fakes
+
+U1, U2 = fakes.uuid(1), fakes.uuid(2)
+
+
+class TestListStaleParser(fakes.CommandTestCase):
+    cls, prog = stale.ListStale, "openstack drain stale list"
+
+    def test_defaults(self) -> None:
+        args = self.parse()
+        self.assertEqual((False, None, None),
+                         (args.exit_code, args.host, args.reason))
+
+    def test_options(self) -> None:
+        args = self.parse("--exit-code", "--host", "c1", "--reason",
+                          "ironic_node_missing")
+        self.assertEqual((True, "c1", "ironic_node_missing"),
+                         (args.exit_code, args.host, args.reason))
+
+    def test_reason_choices_are_the_codes(self) -> None:
+        self.assertIn("provider_without_node", stale.REASONS)
+        self.assertEqual(stale.REASONS, sorted(stale.REASONS))
+        message = self.parse_error("--reason", "sleepy")
+        self.assertIn("invalid choice: 'sleepy'", message)
+
+
+class TestClearStaleParser(fakes.CommandTestCase):
+    cls, prog = stale.ClearStale, "openstack drain stale clear"
+
+    def test_defaults(self) -> None:
+        args = self.parse()
+        self.assertEqual(([], False, False, False, None), (
+            args.uuids, args.all, args.dry_run, args.yes, args.nova_config))
+
+    def test_names_and_flags(self) -> None:
+        args = self.parse(U1, U2, "--dry-run", "--yes", "--nova-config",
+                          "/etc/nova/nova.conf")
+        self.assertEqual(([U1, U2], True, True, "/etc/nova/nova.conf"), (
+            args.uuids, args.dry_run, args.yes, args.nova_config))
+        self.assertIs(True, self.parse("--all").all)
+
+    def test_rejects_a_non_uuid(self) -> None:
+        message = self.parse_error(U1, "not-a-uuid")
+        self.assertIn("stale record 'not-a-uuid' is not a UUID", message)
+
+    def test_names_and_all_together_refused(self) -> None:
+        cmd = self.command()
+        for argv in ([], [U1, "--all"]):
+            exc = self.assertRaises(exceptions.CommandError, cmd.take_action,
+                                    self.parse(*argv, cmd=cmd))
+            self.assertEqual("name the stale records to clear, or pass --all",
+                             str(exc))
+        self.assertEqual([], self.app.client_manager.drain.nova.calls)
+
+
+class TestOrphanParsers(fakes.CommandTestCase):
+    def test_list(self) -> None:
+        self.cls, self.prog = orphan.ListOrphan, "openstack drain orphan list"
+        args = self.parse()
+        self.assertEqual((False, None),
+                         (args.exit_code, args.resource_provider))
+        args = self.parse("--exit-code", "--resource-provider", U1)
+        self.assertEqual((True, U1), (args.exit_code, args.resource_provider))
+        message = self.parse_error("--resource-provider", "not-a-uuid")
+        self.assertIn("resource provider 'not-a-uuid' is not a UUID", message)
+
+    def test_clear(self) -> None:
+        self.cls, self.prog = orphan.ClearOrphan, "openstack drain orphan clear"
+        args = self.parse()
+        self.assertEqual(([], None, False, False), (
+            args.consumers, args.resource_provider, args.dry_run, args.yes))
+        args = self.parse(U1, U2, "--resource-provider", U2, "--dry-run",
+                          "--yes")
+        self.assertEqual(([U1, U2], U2, True, True), (
+            args.consumers, args.resource_provider, args.dry_run, args.yes))
+        message = self.parse_error(U1, "not-a-uuid")
+        self.assertIn("consumer 'not-a-uuid' is not a UUID", message)
+
+    def test_uuid_spellings_are_normalized(self) -> None:
+        # is_uuid_like accepts these, but the commands compare them as given
+        # with placement's and Nova's lower-case, hyphenated UUIDs.
+        self.cls, self.prog = orphan.ClearOrphan, "openstack drain orphan clear"
+        spellings = [U1.upper(), U1.replace("-", ""), "{" + U1 + "}"]
+        args = self.parse(*spellings)
+        self.assertEqual(3, len(args.consumers))
+        self.assertEqual([U1] * 3, args.consumers)
+
+
+class TestSyncParser(fakes.CommandTestCase):
+    cls, prog = sync.RunSync, "openstack drain sync"
+
+    def test_defaults(self) -> None:
+        args = self.parse()
+        self.assertEqual((False, False, 60, 1000, False), (
+            args.dry_run, args.watch, args.interval, args.page_size,
+            args.exit_code))
+
+    def test_options(self) -> None:
+        args = self.parse("--dry-run", "--watch", "--interval", "5",
+                          "--page-size", "50", "--exit-code")
+        self.assertEqual((True, True, 5, 50, True), (
+            args.dry_run, args.watch, args.interval, args.page_size,
+            args.exit_code))
+
+    def test_numbers_must_be_integers(self) -> None:
+        self.assertIn("invalid int value: 'soon'",
+                      self.parse_error("--interval", "soon"))
+        self.assertIn("invalid int value: 'lots'",
+                      self.parse_error("--page-size", "lots"))
+
+    def test_interval_and_page_size_checked_before_any_request(self) -> None:
+        client = fakes.FakeDrainClient()
+        for argv, text in ((["--interval", "4"], "--interval 4: must be 5 or "
+                                                 "more"),
+                           (["--page-size", "0"], "--page-size 0: must be "
+                                                  "positive")):
+            exc = self.assertRaises(exceptions.CommandError, self.take,
+                                    client, *argv)
+            self.assertEqual(text, str(exc))
+        self.assertEqual([], client.nova.calls)
+
+
+class TestCommon(fakes.CommandTestCase):
+    cls, prog = orphan.ClearOrphan, "openstack drain orphan clear"
+
+    def confirm(self, *argv: str, plan: Any = ("a", "b"), answer: str = "",
+                tty: bool = False) -> bool:
+        cmd = self.command(answer=answer, tty=tty)
+        result: bool = cmd.confirm(self.parse(*argv, cmd=cmd), list(plan))
+        return result
+
+    def test_dry_run_prints_the_plan_and_stops(self) -> None:
+        self.assertIs(False, self.confirm("--dry-run", "--yes"))
+        self.assertEqual("Plan:\n  a\n  b\n", self.app.stderr.getvalue())
+
+    def test_empty_plan_asks_nothing(self) -> None:
+        self.assertIs(False, self.confirm("--yes", plan=()))
+        self.assertEqual("", self.app.stderr.getvalue())
+
+    def test_yes_goes_ahead_without_asking(self) -> None:
+        self.assertIs(True, self.confirm("--yes"))
+        self.assertNotIn("[y/N]", self.app.stderr.getvalue())
+
+    def test_no_terminal_and_no_yes_refuses(self) -> None:
+        exc = self.assertRaises(exceptions.CommandError, self.confirm,
+                                answer="y\n")
+        self.assertIn("pass --yes", str(exc))
+
+    def test_terminal_answers(self) -> None:
+        for answer, go in (("y\n", True), (" YES \n", True), ("n\n", False),
+                           ("\n", False), ("", False)):
+            self.assertIs(go, self.confirm(answer=answer, tty=True), answer)
+            self.assertTrue(self.app.stderr.getvalue().endswith(
+                "Carry out these 2 step(s)? [y/N] "))
+
+    def test_api_errors_become_command_errors(self) -> None:
+        error = http.ApiError("nova", "GET", "/servers", 503, "busy")
+
+        def fail() -> None:
+            with common.api_errors():
+                raise error
+
+        exc = self.assertRaises(exceptions.CommandError, fail)
+        self.assertEqual(str(error), str(exc))
+        self.assertEqual("nova GET /servers: HTTP 503: busy", str(exc))
+
+    def test_api_errors_lets_other_errors_through(self) -> None:
+        def fail() -> None:
+            with common.api_errors():
+                raise KeyError("x")
+
+        self.assertRaises(KeyError, fail)
+
+    def test_progress_only_on_a_terminal(self) -> None:
+        quiet = common.Progress("reading")
+        quiet(1, 2)
+        quiet.close()
+        self.assertEqual("", self.sys_stderr.getvalue())
+        self.sys_stderr.tty = True
+        shown = common.Progress("reading")
+        shown(1, 2)
+        shown(2, 2)
+        shown.close()
+        self.assertEqual("\rreading 1/2\rreading 2/2\n",
+                         self.sys_stderr.getvalue())
+
+    def test_uuid_arg(self) -> None:
+        check = common.uuid_arg("thing")
+        self.assertEqual(U1, check(U1))
+        exc = self.assertRaises(argparse.ArgumentTypeError, check, "nope")
+        self.assertEqual("thing 'nope' is not a UUID", str(exc))
+
+
+class Found(common.DrainLister):
+    """A lister that finds what the test tells it."""
+
+    rows: list[tuple[str]] = []
+
+    def take_action(self, parsed_args: argparse.Namespace) -> Any:
+        self.found = len(self.rows)
+        return ("X",), self.rows
+
+
+class Failing(common.ClearCommand):
+    """A clear command that records the failures the test tells it."""
+
+    errors: list[str] = []
+
+    def take_action(self, parsed_args: argparse.Namespace) -> Any:
+        self.failures.extend(self.errors)
+        return ("X",), [("row",)]
+
+
+class TestExitCodes(fakes.CommandTestCase):
+    cls = Found
+
+    def test_exit_code_when_found(self) -> None:
+        self.patch(Found, "rows", [("a",)])
+        self.assertEqual(common.FOUND_EXIT, self.run_cmd(None, "--exit-code"))
+        self.assertEqual(3, common.FOUND_EXIT)
+        self.assertEqual("a\n", self.app.stdout.getvalue())
+        self.assertEqual(0, self.run_cmd(None))
+
+    def test_exit_code_when_nothing_found(self) -> None:
+        self.patch(Found, "rows", [])
+        self.assertEqual(0, self.run_cmd(None, "--exit-code"))
+
+    def test_clear_failures(self) -> None:
+        self.cls = Failing
+        self.patch(Failing, "errors", ["step one: boom", "step two: bang"])
+        self.assertEqual(1, self.run_cmd(None))
+        self.assertEqual("failed: step one: boom\nfailed: step two: bang\n"
+                         "2 step(s) failed\n", self.app.stderr.getvalue())
+        self.assertEqual("row\n", self.app.stdout.getvalue())
+        self.patch(Failing, "errors", [])
+        self.assertEqual(0, self.run_cmd(None))
+        self.assertEqual("", self.app.stderr.getvalue())

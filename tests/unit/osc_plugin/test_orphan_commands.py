@@ -1,0 +1,140 @@
+"""``openstack drain orphan list|clear`` against a fake cloud."""
+from osc_lib import exceptions
+
+from osc_plugin.v1 import orphan
+from tests.unit import drain_fakes as df
+from tests.unit.osc_plugin import fakes
+from tests.unit.osc_plugin.fakes import ELSE
+from tests.unit.osc_plugin.fakes import GONE
+from tests.unit.osc_plugin.fakes import HERE
+from tests.unit.osc_plugin.fakes import RP_GPU
+from tests.unit.osc_plugin.fakes import RP_N1
+from tests.unit.osc_plugin.fakes import RP_N2
+from tests.unit.osc_plugin.fakes import RP_SHARED
+
+ROW_ELSE = (ELSE, RP_N1, "c1", "n1", "VCPU=2",
+            "instance lives elsewhere: on host c2 node n2", "p-else")
+ROW_GONE_N1 = (GONE, RP_N1, "c1", "n1", "CUSTOM_BAREMETAL_GOLD=1",
+               "consumer does not exist", "p-gone")
+ROW_GONE_GPU = (GONE, RP_GPU, "c1", "n1", "VGPU=1", "consumer does not exist",
+                "p-gone")
+BOTH = f"{RP_N1},{RP_GPU}"
+
+
+class TestListOrphan(fakes.CommandTestCase):
+    cls, prog = orphan.ListOrphan, "openstack drain orphan list"
+
+    def test_columns(self) -> None:
+        self.assertEqual(("Consumer", "Resource Provider", "Host", "Node",
+                          "Resources", "Reason", "Project"), orphan.COLUMNS)
+
+    def test_rows(self) -> None:
+        client = fakes.orphan_cloud()
+        columns, rows = self.take(client)
+        self.assertEqual(orphan.COLUMNS, columns)
+        self.assertEqual([ROW_ELSE, ROW_GONE_N1, ROW_GONE_GPU], rows)
+        self.assertNotIn((RP_SHARED,),
+                         client.placement.called("provider_allocations"))
+        self.assertEqual([], client.placement.writes)
+
+    def test_resource_provider_filter(self) -> None:
+        _, rows = self.take(fakes.orphan_cloud(), "--resource-provider",
+                            RP_GPU)
+        self.assertEqual([ROW_GONE_GPU], rows)
+
+    def test_exit_code(self) -> None:
+        self.assertEqual(3, self.run_cmd(fakes.orphan_cloud(), "--exit-code"))
+        self.assertIn("CUSTOM_BAREMETAL_GOLD=1", self.app.stdout.getvalue())
+        self.assertEqual(0, self.run_cmd(fakes.orphan_cloud()))
+        self.assertEqual(0, self.run_cmd(
+            fakes.orphan_cloud(), "--exit-code", "--resource-provider", RP_N2))
+
+    def test_api_error_is_a_command_error(self) -> None:
+        client = fakes.orphan_cloud()
+        error = fakes.api_error(500, "nova", "GET", "/os-migrations")
+        client.nova.errors["migrations_in_progress"] = error
+        exc = self.assertRaises(exceptions.CommandError, self.take, client)
+        self.assertEqual(str(error), str(exc))
+
+
+class TestClearOrphan(fakes.CommandTestCase):
+    cls, prog = orphan.ClearOrphan, "openstack drain orphan clear"
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.client = fakes.orphan_cloud()
+
+    def test_dry_run(self) -> None:
+        columns, rows = self.take(self.client, "--dry-run")
+        self.assertEqual(("Consumer", "Resource Providers", "Result"), columns)
+        self.assertEqual([(ELSE, RP_N1, "planned"), (GONE, BOTH, "planned")],
+                         rows)
+        self.assertEqual(
+            f"Plan:\n  {ELSE}: remove its allocations on {RP_N1}\n"
+            f"  {GONE}: remove its allocations on {RP_N1}, {RP_GPU}\n",
+            self.app.stderr.getvalue())
+        self.assertEqual([], self.client.placement.writes)
+
+    def test_yes_removes_only_the_orphaned_part(self) -> None:
+        _, rows = self.take(self.client, "--yes")
+        self.assertEqual([(ELSE, RP_N1, "rewritten, kept 1 provider(s)"),
+                          (GONE, BOTH, "deleted")], rows)
+        replace, delete = self.client.placement.writes
+        self.assertEqual(("delete_consumer_allocations", GONE), delete)
+        name, uuid, keep, current = replace
+        self.assertEqual(("replace_consumer_allocations", ELSE, [RP_N2], 4),
+                         (name, uuid, list(keep), current["consumer_generation"]))
+
+    def test_named_consumer_only(self) -> None:
+        _, rows = self.take(self.client, GONE, "--yes")
+        self.assertEqual([(GONE, BOTH, "deleted")], rows)
+        self.assertEqual([("delete_consumer_allocations", GONE)],
+                         self.client.placement.writes)
+
+    def test_named_consumer_and_provider(self) -> None:
+        _, rows = self.take(self.client, GONE, "--resource-provider", RP_GPU,
+                            "--yes")
+        self.assertEqual([(GONE, RP_GPU, "rewritten, kept 1 provider(s)")],
+                         rows)
+
+    def test_not_an_orphan(self) -> None:
+        exc = self.assertRaises(exceptions.CommandError, self.take,
+                                self.client, HERE, GONE, "--yes")
+        self.assertEqual(f"not an orphaned consumer: {HERE}", str(exc))
+        self.assertEqual([], self.client.placement.writes)
+
+    def test_instance_back_on_the_node_is_skipped(self) -> None:
+        self.client.nova.server = lambda uuid: df.server(uuid, "n1", "c1")
+        _, rows = self.take(self.client, ELSE, "--yes")
+        self.assertEqual([(ELSE, RP_N1, "skipped (instance is on n1 now)")],
+                         rows)
+        self.assertEqual([], self.client.placement.writes)
+
+    def test_failure_is_reported_and_the_rest_goes_on(self) -> None:
+        error = fakes.api_error(500, url=f"/allocations/{GONE}")
+        self.client.placement.errors["delete_consumer_allocations"] = error
+        self.assertEqual(1, self.run_cmd(self.client, "--yes"))
+        self.assertEqual([f"consumer {GONE}: {error}"], self.cmd.failures)
+        stderr = self.app.stderr.getvalue()
+        self.assertTrue(stderr.endswith(
+            f"\nfailed: consumer {GONE}: {error}\n1 step(s) failed\n"), stderr)
+        out = self.app.stdout.getvalue()
+        self.assertIn(f"{GONE} {BOTH} failed", out)
+        self.assertIn(f"{ELSE} {RP_N1} rewritten, kept 1 provider(s)", out)
+
+    def test_terminal_answer_no(self) -> None:
+        _, rows = self.take(self.client, answer="no\n", tty=True)
+        self.assertEqual([(ELSE, RP_N1, "not done"), (GONE, BOTH, "not done")],
+                         rows)
+        self.assertEqual([], self.client.placement.writes)
+
+    def test_no_terminal_no_yes(self) -> None:
+        exc = self.assertRaises(exceptions.CommandError, self.take,
+                                self.client)
+        self.assertIn("--yes", str(exc))
+        self.assertEqual([], self.client.placement.writes)
+
+    def test_nothing_to_do(self) -> None:
+        _, rows = self.take(fakes.FakeDrainClient(), "--yes")
+        self.assertEqual([], rows)
+        self.assertEqual("", self.app.stderr.getvalue())

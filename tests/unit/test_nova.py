@@ -1,0 +1,216 @@
+"""NovaClient against requests_mock, through a real keystoneauth1 Adapter."""
+from typing import Any
+from urllib import parse
+
+import testtools
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import session as ks_session
+from requests_mock.contrib import fixture as rm_fixture
+
+from nova_drain_filters import http
+from nova_drain_filters import nova
+
+ENDPOINT = "http://nova.example/v2.1"
+HV1 = "5a0f5a54-1e28-4b0b-9d3c-000000000001"
+HV2 = "5a0f5a54-1e28-4b0b-9d3c-000000000002"
+HV3 = "5a0f5a54-1e28-4b0b-9d3c-000000000003"
+SVC = "0c2d4f7e-2b1a-4f0e-8f7a-0000000000aa"
+SRV1 = "8f3c1d2e-0000-4000-8000-000000000001"
+SRV2 = "8f3c1d2e-0000-4000-8000-000000000002"
+MIG1 = "6d5e4f3a-0000-4000-8000-000000000001"
+MIG2 = "6d5e4f3a-0000-4000-8000-000000000002"
+NEXT = [{"rel": "next", "href": ENDPOINT + "/whatever?marker=x"}]
+
+
+def hv_body(uuid: str, name: str, host: str = "c1", state: str = "up",
+            htype: str | None = "ironic") -> dict[str, Any]:
+    return {"id": uuid, "hypervisor_hostname": name, "hypervisor_type": htype,
+            "state": state, "status": "enabled",
+            "service": {"host": host, "id": SVC, "disabled_reason": None}}
+
+
+def server_body(uuid: str, host: str | None = "c1",
+                node: str | None = "n1") -> dict[str, Any]:
+    return {"id": uuid, "status": "ACTIVE", "tenant_id": "proj",
+            "OS-EXT-SRV-ATTR:host": host,
+            "OS-EXT-SRV-ATTR:hypervisor_hostname": node}
+
+
+def mig_body(uuid: str, status: str, mid: int) -> dict[str, Any]:
+    return {"id": mid, "uuid": uuid, "instance_uuid": SRV1, "status": status,
+            "source_node": "n1", "dest_node": "n2"}
+
+
+def page(key: str, items: list[Any], more: bool = False) -> dict[str, Any]:
+    body: dict[str, Any] = {key: items}
+    if more:
+        body[f"{key}_links"] = NEXT
+    return {"json": body}
+
+
+class NovaTestCase(testtools.TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.mock = self.useFixture(rm_fixture.Fixture())
+        adapter = ks_adapter.Adapter(ks_session.Session(),
+                                     endpoint_override=ENDPOINT,
+                                     service_type="compute")
+        self.client = nova.NovaClient(adapter)
+
+    def queries(self) -> list[dict[str, list[str]]]:
+        return [parse.parse_qs(parse.urlparse(r.url).query)
+                for r in self.mock.request_history]
+
+
+class TestPagination(NovaTestCase):
+    def test_hypervisors_follow_next_with_last_uuid_as_marker(self) -> None:
+        self.mock.get(ENDPOINT + "/os-hypervisors/detail", response_list=[
+            page("hypervisors", [hv_body(HV1, "n1"), hv_body(HV2, "n2")],
+                 more=True),
+            page("hypervisors", [hv_body(HV3, "n3")])])
+        found = self.client.hypervisors()
+        self.assertEqual([HV1, HV2, HV3], [h.uuid for h in found])
+        self.assertEqual([{"limit": ["1000"]},
+                          {"limit": ["1000"], "marker": [HV2]}],
+                         self.queries())
+        self.assertEqual(2, self.client.requests)
+
+    def test_compute_microversion_headers(self) -> None:
+        self.mock.get(ENDPOINT + "/os-hypervisors/detail",
+                      **page("hypervisors", []))
+        self.client.hypervisors()
+        headers = self.mock.last_request.headers
+        self.assertEqual("2.59", headers["X-OpenStack-Nova-API-Version"])
+        self.assertEqual("compute 2.59", headers["OpenStack-API-Version"])
+
+    def test_no_next_link_is_the_last_page(self) -> None:
+        self.mock.get(ENDPOINT + "/os-hypervisors/detail",
+                      **page("hypervisors", [hv_body(HV1, "n1")]))
+        self.assertEqual(1, len(self.client.hypervisors()))
+        self.assertEqual(1, self.mock.call_count)
+
+    def test_link_without_rel_next_is_the_last_page(self) -> None:
+        body = page("hypervisors", [hv_body(HV1, "n1")])
+        body["json"]["hypervisors_links"] = [{"rel": "self", "href": "x"}]
+        self.mock.get(ENDPOINT + "/os-hypervisors/detail", **body)
+        self.client.hypervisors()
+        self.assertEqual(1, self.mock.call_count)
+
+    def test_empty_page_stops_even_with_next(self) -> None:
+        self.mock.get(ENDPOINT + "/os-hypervisors/detail",
+                      **page("hypervisors", [], more=True))
+        self.assertEqual([], self.client.hypervisors())
+        self.assertEqual(1, self.mock.call_count)
+
+    def test_marker_that_does_not_advance_is_an_error(self) -> None:
+        self.mock.get(ENDPOINT + "/os-hypervisors/detail", **page(
+            "hypervisors", [hv_body(HV1, "n1")], more=True))
+        exc = self.assertRaises(http.ApiError, self.client.hypervisors)
+        self.assertIn("pagination marker did not advance", str(exc))
+        self.assertEqual(2, self.mock.call_count)
+
+    def test_too_many_pages(self) -> None:
+        self.patch(nova, "MAX_PAGES", 2)
+        self.mock.get(ENDPOINT + "/os-hypervisors/detail", response_list=[
+            page("hypervisors", [hv_body(HV1, "n1")], more=True),
+            page("hypervisors", [hv_body(HV2, "n2")], more=True),
+            page("hypervisors", [hv_body(HV3, "n3")])])
+        exc = self.assertRaises(http.ApiError, self.client.hypervisors)
+        self.assertIn("too many pages", str(exc))
+
+    def test_servers_all_tenants_on_every_page(self) -> None:
+        self.mock.get(ENDPOINT + "/servers/detail", response_list=[
+            page("servers", [server_body(SRV1)], more=True),
+            page("servers", [server_body(SRV2, None, None)])])
+        found = self.client.servers()
+        self.assertEqual([
+            nova.Server(SRV1, "ACTIVE", "c1", "n1", "proj"),
+            nova.Server(SRV2, "ACTIVE", None, None, "proj")], found)
+        self.assertEqual(
+            [{"all_tenants": ["1"], "limit": ["1000"]},
+             {"all_tenants": ["1"], "limit": ["1000"], "marker": [SRV1]}],
+            self.queries())
+
+    def test_migrations_marker_is_uuid_and_done_ones_dropped(self) -> None:
+        self.mock.get(ENDPOINT + "/os-migrations", response_list=[
+            page("migrations", [mig_body(MIG1, "running", 7),
+                                mig_body(MIG2, "confirmed", 8)], more=True),
+            page("migrations", [mig_body(MIG1, "finished", 9)])])
+        found = self.client.migrations_in_progress()
+        self.assertEqual(
+            [nova.Migration(MIG1, SRV1, "running", "n1", "n2"),
+             nova.Migration(MIG1, SRV1, "finished", "n1", "n2")], found)
+        self.assertEqual([MIG2], self.queries()[1]["marker"])
+
+    def test_every_done_status_is_dropped(self) -> None:
+        done = sorted(nova.MIGRATION_DONE)
+        self.mock.get(ENDPOINT + "/os-migrations", **page(
+            "migrations", [mig_body(MIG1, s, i) for i, s in enumerate(done)]
+            + [mig_body(MIG2, "post-migrating", 99)]))
+        found = self.client.migrations_in_progress()
+        self.assertEqual([MIG2], [m.uuid for m in found])
+        self.assertEqual({"confirmed", "reverted", "error", "failed",
+                          "completed", "done", "cancelled"}, set(done))
+
+
+class TestRecords(NovaTestCase):
+    def test_hypervisor_fields_and_facts(self) -> None:
+        down = hv_body(HV2, "n2", host="c2", state="down", htype="QEMU")
+        bare = {"id": HV3, "state": "up", "status": "disabled"}
+        self.mock.get(ENDPOINT + "/os-hypervisors/detail", **page(
+            "hypervisors", [hv_body(HV1, "n1"), down, bare]))
+        one, two, three = self.client.hypervisors()
+        self.assertEqual(nova.Hypervisor(HV1, "n1", "ironic", "c1", SVC, "up",
+                                         "enabled"), one)
+        self.assertEqual(("c1", "n1", HV1, True, "ironic"), (
+            one.facts.host, one.facts.nodename, one.facts.uuid,
+            one.facts.service_up, one.facts.hypervisor_type))
+        self.assertIs(False, two.facts.service_up)
+        self.assertEqual(("c2", "n2"), two.facts.key)
+        self.assertEqual(("", "", None, None), (
+            three.host, three.hypervisor_hostname, three.service_id,
+            three.hypervisor_type))
+
+    def test_services(self) -> None:
+        self.mock.get(ENDPOINT + "/os-services", json={"services": [
+            {"id": SVC, "host": "c1", "state": "down", "status": "enabled",
+             "forced_down": True, "disabled_reason": None,
+             "updated_at": "2024-05-01T11:00:00.000000"}]})
+        self.assertEqual([nova.Service(SVC, "c1", "down", "enabled", True,
+                                       None, "2024-05-01T11:00:00.000000")],
+                         self.client.services())
+        self.assertEqual({"binary": ["nova-compute"]}, self.queries()[0])
+
+    def test_server_found(self) -> None:
+        self.mock.get(f"{ENDPOINT}/servers/{SRV1}",
+                      json={"server": server_body(SRV1, "c2", "n2")})
+        self.assertEqual(nova.Server(SRV1, "ACTIVE", "c2", "n2", "proj"),
+                         self.client.server(SRV1))
+        self.assertEqual("compute 2.59", self.mock.last_request.headers[
+            "OpenStack-API-Version"])
+
+    def test_server_missing_is_none(self) -> None:
+        self.mock.get(f"{ENDPOINT}/servers/{SRV1}", status_code=404, json={
+            "itemNotFound": {"code": 404, "message": "not found"}})
+        self.assertIsNone(self.client.server(SRV1))
+
+    def test_server_error_raises(self) -> None:
+        self.mock.get(f"{ENDPOINT}/servers/{SRV1}", status_code=500, json={
+            "computeFault": {"code": 500, "message": "db down"}})
+        exc = self.assertRaises(http.ApiError, self.client.server, SRV1)
+        self.assertEqual(500, exc.status)
+        self.assertEqual("db down", exc.message)
+
+    def test_delete_service(self) -> None:
+        self.mock.delete(f"{ENDPOINT}/os-services/{SVC}", status_code=204)
+        self.client.delete_service(SVC)
+        self.assertEqual("DELETE", self.mock.last_request.method)
+        self.assertEqual("2.59", self.mock.last_request.headers[
+            "X-OpenStack-Nova-API-Version"])
+
+    def test_delete_service_refused(self) -> None:
+        self.mock.delete(f"{ENDPOINT}/os-services/{SVC}", status_code=409,
+                         json={"conflictingRequest": {
+                             "code": 409, "message": "hosting instances"}})
+        exc = self.assertRaises(http.ApiError, self.client.delete_service, SVC)
+        self.assertEqual((409, "hosting instances"), (exc.status, exc.message))

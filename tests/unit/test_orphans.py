@@ -1,0 +1,210 @@
+"""Orphaned allocations: find_orphans' truth table, gather and clear_consumer."""
+import threading
+from typing import Any
+
+import testtools
+
+from nova_drain_filters import decisions
+from nova_drain_filters import orphans
+from tests.unit import drain_fakes as df
+
+RC = decisions.ReasonCode
+N1 = df.hv("rp-n1", "n1", host="c1")
+N2 = df.hv("rp-n2", "n2", host="c2")
+NODES = {N1.uuid: N1, N2.uuid: N2}
+ROOTS = {"rp-n1": "rp-n1", "rp-n2": "rp-n2", "rp-gpu": "rp-n1",
+         "rp-shared": "rp-shared"}
+
+
+def judge(consumer: str, rp: str = "rp-n1", servers: Any = (),
+          migrations: Any = (),
+          resources: Any = None) -> list[orphans.Orphan]:
+    allocations = {rp: {consumer: resources or {"VCPU": 1}}}
+    return orphans.find_orphans(allocations, ROOTS, NODES, servers, migrations)
+
+
+class TestFindOrphans(testtools.TestCase):
+    def test_migration_consumer_is_live(self) -> None:
+        self.assertEqual([], judge("mig-1", migrations=[
+            df.migration("mig-1", "inst-1")]))
+
+    def test_migrating_instance_is_live_anywhere(self) -> None:
+        self.assertEqual([], judge("inst-1", servers=[
+            df.server("inst-1", node="n2", host="c2")], migrations=[
+            df.migration("mig-1", "inst-1")]))
+
+    def test_instance_on_this_node_is_live(self) -> None:
+        self.assertEqual([], judge("inst-1", servers=[df.server("inst-1")]))
+
+    def test_instance_without_node_is_live(self) -> None:
+        self.assertEqual([], judge("inst-1", servers=[
+            df.server("inst-1", node=None, host=None, status="BUILD")]))
+
+    def test_instance_elsewhere_is_orphan(self) -> None:
+        found = judge("inst-1", servers=[df.server("inst-1", "n2", "c2")])
+        self.assertEqual([orphans.Orphan(
+            "inst-1", "rp-n1", "c1", "n1", {"VCPU": 1},
+            decisions.Reason(RC.INSTANCE_ELSEWHERE, "on host c2 node n2"))],
+            found)
+        self.assertEqual("instance lives elsewhere: on host c2 node n2",
+                         str(found[0].reason))
+        self.assertIsNone(found[0].project)
+
+    def test_consumer_missing_is_orphan(self) -> None:
+        found = judge("gone", rp="rp-n2")
+        self.assertEqual([("gone", "rp-n2", "c2", "n2", RC.CONSUMER_MISSING)],
+                         [(o.consumer, o.provider, o.host, o.node,
+                           o.reason.code) for o in found])
+
+    def test_provider_outside_compute_trees_is_skipped(self) -> None:
+        self.assertEqual([], judge("gone", rp="rp-shared"))
+        self.assertEqual([], judge("gone", rp="rp-unknown"))
+
+    def test_child_provider_judged_by_its_roots_node(self) -> None:
+        self.assertEqual([], judge("inst-1", rp="rp-gpu", servers=[
+            df.server("inst-1", "n1", "c1")]))
+        found = judge("inst-1", rp="rp-gpu", servers=[
+            df.server("inst-1", "n2", "c2")])
+        self.assertEqual([("rp-gpu", "c1", "n1")],
+                         [(o.provider, o.host, o.node) for o in found])
+
+    def test_custom_resource_classes_kept(self) -> None:
+        found = judge("gone", resources={
+            "CUSTOM_BAREMETAL_GOLD": 1, "VCPU": 0, "MEMORY_MB": 512})
+        self.assertEqual({"CUSTOM_BAREMETAL_GOLD": 1, "VCPU": 0,
+                          "MEMORY_MB": 512}, dict(found[0].resources))
+        self.assertEqual("CUSTOM_BAREMETAL_GOLD=1,MEMORY_MB=512,VCPU=0",
+                         found[0].resources_text)
+
+    def test_moving_statuses_are_live_elsewhere(self) -> None:
+        self.assertEqual({"MIGRATING", "RESIZE", "VERIFY_RESIZE",
+                          "REVERT_RESIZE", "REBUILD"}, set(orphans.MOVING))
+        for status in sorted(orphans.MOVING):
+            self.assertEqual([], judge("inst-1", servers=[
+                df.server("inst-1", "n2", "c2", status=status)]), status)
+        self.assertEqual(1, len(judge("inst-1", servers=[
+            df.server("inst-1", "n2", "c2", status="SHUTOFF")])))
+
+    def test_sorted_by_provider_then_consumer(self) -> None:
+        allocations = {"rp-n2": {"b": {}, "a": {}}, "rp-n1": {"z": {}}}
+        found = orphans.find_orphans(allocations, ROOTS, NODES, [], [])
+        self.assertEqual([("rp-n1", "z"), ("rp-n2", "a"), ("rp-n2", "b")],
+                         [(o.provider, o.consumer) for o in found])
+
+    def test_reason_for_without_node(self) -> None:
+        # ClearStale asks with node None: an instance with a node is elsewhere.
+        reason = orphans.reason_for(df.server("i", "n2", "c2"), None)
+        self.assertEqual(RC.INSTANCE_ELSEWHERE, reason.code)
+
+
+class TestReadAndGather(testtools.TestCase):
+    def test_read_allocations_reports_progress_and_returns_all(self) -> None:
+        rps = [f"rp-{i}" for i in range(20)]
+        client = df.FakeAllocations(allocations={
+            rp: {f"c-{rp}": {"VCPU": 1}} for rp in rps})
+        seen: list[tuple[int, int]] = []
+        lock = threading.Lock()
+
+        def progress(done: int, total: int) -> None:
+            with lock:
+                seen.append((done, total))
+
+        found = orphans.read_allocations(client, rps, progress)
+        self.assertEqual({rp: {f"c-{rp}": {"VCPU": 1}} for rp in rps}, found)
+        self.assertEqual([(i, 20) for i in range(1, 21)], seen)
+        self.assertEqual(sorted(rps), sorted(
+            c[0] for c in client.called("provider_allocations")))
+
+    def test_read_allocations_error_propagates(self) -> None:
+        client = df.FakeAllocations()
+        client.errors["provider_allocations"] = RuntimeError("boom")
+        self.assertRaises(RuntimeError, orphans.read_allocations, client,
+                          ["rp-1"])
+
+    def test_gather_reads_compute_trees_and_orphans_projects(self) -> None:
+        compute = df.FakeNova(hypervisors=[N1, N2], servers=[
+            df.server("here", "n1"), df.server("else", "n2", "c2")])
+        client = df.FakeAllocations(
+            providers=ROOTS,
+            allocations={"rp-n1": {"here": {"VCPU": 1}, "else": {"VCPU": 1},
+                                   "gone": {"VCPU": 1}},
+                         "rp-gpu": {"gone": {"VGPU": 1}},
+                         "rp-shared": {"other": {"DISK_GB": 1}}},
+            consumers={"gone": df.consumer({}, project="p-gone"),
+                       "else": df.consumer({}, project="p-else")})
+        found = orphans.gather(compute, client)
+        self.assertEqual(
+            [("else", "rp-n1", "p-else"), ("gone", "rp-gpu", "p-gone"),
+             ("gone", "rp-n1", "p-gone")],
+            sorted((o.consumer, o.provider, o.project) for o in found))
+        self.assertEqual(["rp-gpu", "rp-n1", "rp-n2"], sorted(
+            c[0] for c in client.called("provider_allocations")))
+        self.assertEqual(["else", "gone"], sorted(
+            c[0] for c in client.called("consumer_allocations")))
+
+
+class TestClearConsumer(testtools.TestCase):
+    def clear(self, server: Any = None, current: Any = None,
+              drop: Any = None, dry_run: bool = False) -> orphans.ClearOutcome:
+        self.nova = df.FakeNova(servers=[server] if server else [])
+        self.placement = df.FakeAllocations(
+            consumers={"inst": current} if current is not None else {})
+        return orphans.clear_consumer(self.nova, self.placement, "inst",
+                                      drop or {"rp-n1": "n1"}, dry_run)
+
+    def test_instance_reappeared_on_the_node_is_skipped(self) -> None:
+        outcome = self.clear(df.server("inst", "n1"), df.consumer(
+            {"rp-n1": {"VCPU": 1}}))
+        self.assertEqual(orphans.ClearOutcome(
+            "inst", ("rp-n1",), "skipped", "instance is on n1 now"), outcome)
+        self.assertEqual([], self.placement.calls)
+
+    def test_migration_consumer_is_skipped(self) -> None:
+        outcome = self.clear(current=df.consumer(
+            {"rp-n1": {"VCPU": 1}}, consumer_type="MIGRATION"))
+        self.assertEqual(("skipped", "consumer is a migration"),
+                         (outcome.result, outcome.error))
+        self.assertEqual([], self.placement.writes)
+
+    def test_partial_drop_rewrites_the_rest(self) -> None:
+        current = df.consumer({"rp-n1": {"VCPU": 1}, "rp-n2": {"VCPU": 2},
+                               "rp-gpu": {"VGPU": 1}}, generation=7)
+        outcome = self.clear(df.server("inst", "n2", "c2"), current,
+                             drop={"rp-n1": "n1", "rp-gpu": "n1"})
+        self.assertEqual(orphans.ClearOutcome(
+            "inst", ("rp-gpu", "rp-n1"), "rewritten, kept 1 provider(s)"),
+            outcome)
+        [(_, uuid, keep, sent)] = self.placement.writes
+        self.assertEqual(("inst", {"rp-n2": current["allocations"]["rp-n2"]}),
+                         (uuid, keep))
+        self.assertEqual(7, sent["consumer_generation"])
+
+    def test_dropping_everything_deletes(self) -> None:
+        outcome = self.clear(current=df.consumer({"rp-n1": {"VCPU": 1}}))
+        self.assertEqual("deleted", outcome.result)
+        self.assertEqual([("delete_consumer_allocations", "inst")],
+                         self.placement.writes)
+
+    def test_already_gone(self) -> None:
+        outcome = self.clear(current=df.consumer({"rp-n2": {"VCPU": 1}}))
+        self.assertEqual("already gone", outcome.result)
+        self.assertEqual([], self.placement.writes)
+        self.assertEqual("already gone", self.clear().result)
+
+    def test_dry_run_writes_nothing(self) -> None:
+        rewrite = self.clear(current=df.consumer(
+            {"rp-n1": {"VCPU": 1}, "rp-n2": {"VCPU": 1}}), dry_run=True)
+        self.assertEqual("would rewrite", rewrite.result)
+        self.assertEqual([], self.placement.writes)
+        delete = self.clear(current=df.consumer({"rp-n1": {"VCPU": 1}}),
+                            dry_run=True)
+        self.assertEqual("would delete", delete.result)
+        self.assertEqual([], self.placement.writes)
+
+    def test_without_node_name_a_live_elsewhere_instance_is_cleared(
+            self) -> None:
+        outcome = self.clear(df.server("inst", "n2", "c2"),
+                             df.consumer({"rp-n1": {"VCPU": 1}}),
+                             drop={"rp-n1": None})
+        self.assertEqual("deleted", outcome.result)
+        self.assertEqual([("inst",)], self.nova.called("server"))
