@@ -199,8 +199,9 @@ Related options:
 Nodes asked for per ``GET /v1/nodes`` request when refreshing the snapshot.
 
 Ironic caps it at its own ``[api] max_limit`` (1000 by default); the refresh
-follows Ironic's ``next`` links, so a larger value is harmless. 10,000 nodes
-take 10 requests at the default.
+follows Ironic's ``next`` links, so a larger value is harmless. N nodes take
+N // page + 1 requests (Ironic links one more, empty, page after a full
+one): 2,000 nodes take 3, 10,000 take 11.
 
 Possible values:
 
