@@ -1,0 +1,135 @@
+"""``openstack drain stale list|clear`` through the real openstack shell,
+with stale records made the way they happen in real life."""
+import datetime
+import json
+
+from nova import objects
+from oslo_utils import uuidutils
+
+from nova_drain_filters import nova_db
+from tests.functional import cli_harness
+from tests.functional import test_stale_nodes
+
+
+class StoppedServiceTest(cli_harness.CliTestBase):
+    """host3's nova-compute stops; host2 is busy and stops too."""
+
+    HOSTS = ("host1", "host2", "host3")
+
+    def stop(self, host: str) -> None:
+        """Stop a compute and let its heartbeat age past service_down_time."""
+        self.computes[host].stop()
+        service = objects.Service.get_by_compute_host(self.ctxt, host)
+        service.last_seen_up = (datetime.datetime.now(datetime.timezone.utc)
+                                - datetime.timedelta(hours=2))
+        service.save()
+
+    def test_list_clear_and_refuse(self) -> None:
+        busy = self._create_server(networks="none", host="host2")
+        self.stop("host3")
+        self.stop("host2")
+
+        rows = self.cli_json("drain", "stale", "list")
+        by_host = {r["Host"]: r for r in rows}
+        self.assertEqual({"host2", "host3"}, set(by_host))
+        self.assertEqual(
+            ["UUID", "Kind", "Host", "Node", "Hypervisor Type", "Reasons",
+             "Reason Codes", "Instances", "Allocations"], list(rows[0]))
+        self.assertIn("service down: last seen", by_host["host3"]["Reasons"])
+        self.assertEqual("service_down", by_host["host3"]["Reason Codes"])
+        self.assertEqual((1, 1), (by_host["host2"]["Instances"],
+                                  by_host["host2"]["Allocations"]))
+        self.assertEqual(["host3"], [r["Host"] for r in self.cli_json(
+            "drain", "stale", "list", "--host", "host3")])
+        unknown = self.cli("drain", "stale", "list", "--host", "nosuch")
+        self.assertEqual((1, ["unknown compute host 'nosuch'"]),
+                         (unknown.rc, unknown.stderr.strip().splitlines()))
+        exit_code = self.cli("drain", "stale", "list", "--exit-code")
+        self.assertEqual(3, exit_code.rc)
+
+        dry = self.cli("drain", "stale", "clear", "--all", "--dry-run",
+                       "-f", "json")
+        self.assertEqual(0, dry.rc, dry.stderr)
+        self.assertIn("delete compute service", dry.stderr)
+        self.assertEqual(2, len(self.cli_json("drain", "stale", "list")))
+
+        done = self.cli("drain", "stale", "clear", "--all", "--yes",
+                        "-f", "json")
+        self.assertEqual(0, done.rc, done.stderr)
+        results = {r["Result"] for r in json.loads(done.stdout)}
+        self.assertIn("deleted", results)
+        self.assertIn("service has 1 instance(s)", results)
+        hosts = {s["host"] for s in self.admin_api.get_services(
+            binary="nova-compute")}
+        self.assertEqual({"host1", "host2"}, hosts)  # host2 was refused
+        self.assertIsNone(self._get_provider_uuid_by_host_or_none("host3"))
+        self.assertEqual(busy["id"], self.api.get_server(busy["id"])["id"])
+
+        again = self.cli_json("drain", "stale", "clear", "--all", "--yes")
+        self.assertEqual([("skip", "service has 1 instance(s)")],
+                         [(r["Step"], r["Result"]) for r in again])
+
+    def _get_provider_uuid_by_host_or_none(self, host: str) -> str | None:
+        providers = self.placement.get(
+            f"/resource_providers?name={host}", version="1.14").body
+        found = providers["resource_providers"]
+        return found[0]["uuid"] if found else None
+
+
+class DuplicateAndProviderTest(cli_harness.CliTestBase,
+                               test_stale_nodes.RebalanceDuplicateMixin):
+    """A rebalance duplicate and a provider whose compute node is gone."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.lonely = uuidutils.generate_uuid()
+        self.placement.post("/resource_providers", {
+            "name": "gone-node", "uuid": self.lonely}, version="1.20")
+        self._set_provider_traits(self.lonely, ["COMPUTE_NODE"])
+
+    def test_partial_failure_then_object_layer(self) -> None:
+        rows = {r["UUID"]: r for r in self.cli_json("drain", "stale", "list")}
+        self.assertEqual({self.dup_uuid, self.lonely}, set(rows))
+        self.assertIn("duplicate compute node: node-x is also on host host2",
+                      rows[self.dup_uuid]["Reasons"])
+        self.assertEqual("resource provider with no compute node",
+                         rows[self.lonely]["Reasons"])
+        only = self.cli_json("drain", "stale", "list", "--reason",
+                             "duplicate_node")
+        self.assertEqual([self.dup_uuid], [r["UUID"] for r in only])
+
+        # No API removes one compute node row: that step fails, the other
+        # goes on, and the command says so and exits 1.
+        run = self.cli("drain", "stale", "clear", "--all", "--yes",
+                       "-f", "json")
+        self.assertEqual(1, run.rc)
+        self.assertIn(f"failed: delete compute node record {self.dup_uuid}: "
+                      "no API removes a single compute node record",
+                      run.stderr)
+        self.assertIn("1 step(s) failed", run.stderr)
+        self.assertNotIn("Traceback", run.stderr)
+        self.assertEqual([self.dup_uuid], [r["UUID"] for r in self.cli_json(
+            "drain", "stale", "list")])
+
+        # On a controller, Nova's object layer does it (here: the harness's
+        # own, already loaded, Nova configuration).
+        self.assertEqual("host1/node-x",
+                         nova_db.delete_compute_node(self.dup_uuid, None))
+        self.placement.delete(f"/resource_providers/{self.dup_uuid}",
+                              version="1.14")
+        self.assertEqual([], self.cli_json("drain", "stale", "list"))
+        nothing = self.cli("drain", "stale", "clear", "--all", "--yes")
+        self.assertEqual((0, ""), (nothing.rc, nothing.stderr))
+
+    def test_bad_input(self) -> None:
+        neither = self.cli("drain", "stale", "clear", "--yes")
+        self.assertEqual(1, neither.rc)
+        self.assertIn("name the stale records to clear, or pass --all",
+                      neither.stderr)
+        bad = self.cli("drain", "stale", "clear", "xyz")
+        self.assertEqual(2, bad.rc)
+        self.assertIn("stale record 'xyz' is not a UUID", bad.stderr)
+        live = self.compute_node("host2", "node-x").uuid
+        notstale = self.cli("drain", "stale", "clear", live, "--yes")
+        self.assertEqual(1, notstale.rc)
+        self.assertIn(f"not a stale record: {live}", notstale.stderr)
