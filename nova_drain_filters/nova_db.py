@@ -12,6 +12,10 @@ class Unavailable(Exception):
     """Nova's object layer cannot be used here."""
 
 
+#: The nova.conf this process loaded: oslo.config parses arguments once.
+_loaded: str | None = None
+
+
 def _nova(config_file: str | None) -> tuple[Any, Any, Any]:
     try:
         from nova import config as nova_config
@@ -20,12 +24,17 @@ def _nova(config_file: str | None) -> tuple[Any, Any, Any]:
     except ImportError:
         raise Unavailable("Nova is not installed here: run this on a "
                           "controller (as nova-manage is)") from None
-    if config_file is not None:
+    global _loaded
+    if config_file is not None and config_file != _loaded:
+        if _loaded is not None:
+            raise Unavailable(f"cannot load {config_file}: {_loaded} is "
+                              "already loaded in this process")
         try:
             nova_config.parse_args(["openstack-drain"],
                                    default_config_files=[config_file])
         except Exception as exc:
             raise Unavailable(f"cannot load {config_file}: {exc}") from None
+        _loaded = config_file
     objects.register_all()
     return context, objects, nova_config
 
@@ -38,15 +47,20 @@ def delete_compute_node(uuid: str, config_file: str | None) -> str:
     """
     context, objects, _ = _nova(config_file)
     from nova import exception
+    from oslo_db import exception as db_exception
 
     ctxt = context.get_admin_context()
-    for cell in objects.CellMappingList.get_all(ctxt):
-        with context.target_cell(ctxt, cell) as cctxt:
-            try:
-                node = objects.ComputeNode.get_by_uuid(cctxt, uuid)
-            except exception.ComputeHostNotFound:
-                continue
-            where = f"{node.host}/{node.hypervisor_hostname}"
-            node.destroy()
-            return where
+    try:
+        for cell in objects.CellMappingList.get_all(ctxt):
+            with context.target_cell(ctxt, cell) as cctxt:
+                try:
+                    node = objects.ComputeNode.get_by_uuid(cctxt, uuid)
+                except exception.ComputeHostNotFound:
+                    continue
+                where = f"{node.host}/{node.hypervisor_hostname}"
+                node.destroy()
+                return where
+    except (db_exception.DBError, db_exception.CantStartEngineError) as exc:
+        # A compute host's nova.conf has no [api_database], say.
+        raise Unavailable(f"cannot use Nova's databases: {exc}") from None
     raise Unavailable(f"compute node {uuid} is in no cell")

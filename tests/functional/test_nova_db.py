@@ -1,0 +1,176 @@
+"""nova_db.delete_compute_node against a real, file-backed Nova database.
+
+``nova.config.parse_args`` changes the process-wide oslo.config CONF, so the
+code under test always runs in a child Python, never in this process. The
+databases (API, cell0, cell1 on sqlite) are made by the real nova-manage, as
+on a controller; the duplicate compute node records (one Ironic node under
+two hosts, as a rebalance leaves them) are made through Nova's objects.
+"""
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import uuid
+from contextlib import closing
+
+import testtools
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+TIMEOUT = 120
+
+# argv: nova.conf, then host:hypervisor_hostname:uuid for each record to make.
+CREATE = """
+import sys
+from nova import config, context, objects
+config.parse_args(["test"], default_config_files=[sys.argv[1]])
+objects.register_all()
+ctxt = context.get_admin_context()
+cell, = [c for c in objects.CellMappingList.get_all(ctxt) if c.name == "cell1"]
+with context.target_cell(ctxt, cell) as cctxt:
+    for spec in sys.argv[2:]:
+        host, node, uuid = spec.split(":")
+        objects.ComputeNode(
+            cctxt, host=host, hypervisor_hostname=node, uuid=uuid, vcpus=1,
+            memory_mb=512, local_gb=10, vcpus_used=0, memory_mb_used=0,
+            local_gb_used=0, hypervisor_type="ironic", hypervisor_version=1,
+            cpu_info="{}").create()
+"""
+
+# argv: nova.conf, then the uuids to delete, all in this one process (as
+# 'stale clear --all' does); one JSON line per call.
+DELETE = """
+import json, sys
+from nova_drain_filters import nova_db
+for uuid in sys.argv[2:]:
+    try:
+        print(json.dumps(["ok", nova_db.delete_compute_node(uuid, sys.argv[1])]))
+    except nova_db.Unavailable as exc:
+        print(json.dumps(["unavailable", str(exc)]))
+"""
+
+
+def _env() -> dict[str, str]:
+    # OS_* would reach oslo.config (OS_<GROUP>__<OPT>) and the openstack CLI.
+    return {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+
+
+def _run(argv: list[str], cwd: str) -> subprocess.CompletedProcess[str]:
+    """Run argv to completion (or kill it at TIMEOUT); raise on failure."""
+    try:
+        proc = subprocess.run(argv, cwd=cwd, env=_env(), capture_output=True,
+                              text=True, timeout=TIMEOUT, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"{argv[:4]} timed out after {TIMEOUT}s\n"
+                             f"stdout: {exc.stdout!r}\nstderr: {exc.stderr!r}")
+    if proc.returncode != 0:
+        raise AssertionError(f"{argv[:4]} exited {proc.returncode}\n"
+                             f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-4000:]}")
+    return proc
+
+
+class NovaDbTest(testtools.TestCase):
+    tmp: str
+    conf: str
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.tmp = tempfile.mkdtemp(prefix="ndf-nova-db-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
+        cls.conf = os.path.join(cls.tmp, "nova.conf")
+        db = {name: f"sqlite:///{cls.tmp}/{name}.db"
+              for name in ("api", "cell0", "cell1")}
+        with open(cls.conf, "w") as f:
+            f.write(f"[DEFAULT]\ntransport_url = fake:/\n"
+                    f"[api_database]\nconnection = {db['api']}\n"
+                    f"[database]\nconnection = {db['cell1']}\n")
+        manage = [os.path.join(BIN, "nova-manage"), "--config-file", cls.conf]
+        for args in (["api_db", "sync"],
+                     ["cell_v2", "map_cell0", "--database_connection", db["cell0"]],
+                     ["db", "sync"],
+                     ["cell_v2", "create_cell", "--name", "cell1",
+                      "--database_connection", db["cell1"],
+                      "--transport-url", "fake:/"]):
+            _run(manage + args, cls.tmp)
+
+    def make_nodes(self, *hosts: str) -> tuple[str, list[str]]:
+        """One hypervisor_hostname under each of hosts; return it, uuids."""
+        node = f"ironic-{uuid.uuid4()}"
+        uuids = [str(uuid.uuid4()) for _ in hosts]
+        _run([sys.executable, "-c", CREATE, self.conf]
+             + [f"{h}:{node}:{u}" for h, u in zip(hosts, uuids, strict=True)],
+             self.tmp)
+        return node, uuids
+
+    def live(self, node: str) -> list[tuple[str, str]]:
+        """(host, uuid) of the undeleted records of node, read with sqlite3."""
+        with closing(sqlite3.connect(os.path.join(self.tmp, "cell1.db"))) as db:
+            rows = db.execute(
+                "SELECT host, uuid FROM compute_nodes WHERE deleted = 0 "
+                "AND hypervisor_hostname = ? ORDER BY host", (node,)).fetchall()
+        return [(host, uid) for host, uid in rows]
+
+    def delete(self, config: str, *uuids: str) -> tuple[list[list[str]], str]:
+        """Call delete_compute_node in one child; return results, stderr."""
+        proc = _run([sys.executable, "-c", DELETE, config, *uuids], REPO)
+        results = [json.loads(line) for line in proc.stdout.splitlines()]
+        self.assertEqual(len(uuids), len(results), proc.stdout)
+        self.assertNotIn("Traceback", proc.stderr)
+        return results, proc.stderr
+
+    def test_deletes_only_the_duplicate(self) -> None:
+        node, (old, new) = self.make_nodes("old-host", "new-host")
+        self.assertEqual([("new-host", new), ("old-host", old)], self.live(node))
+        results, _ = self.delete(self.conf, old)
+        self.assertEqual([["ok", f"old-host/{node}"]], results)
+        self.assertEqual([("new-host", new)], self.live(node))
+
+    def test_unknown_uuid_is_in_no_cell(self) -> None:
+        node, (kept,) = self.make_nodes("some-host")
+        missing = str(uuid.uuid4())
+        results, _ = self.delete(self.conf, missing)
+        self.assertEqual(
+            [["unavailable", f"compute node {missing} is in no cell"]], results)
+        self.assertEqual([("some-host", kept)], self.live(node))
+
+    def test_missing_config_names_the_path(self) -> None:
+        path = os.path.join(self.tmp, "no-such", "nova.conf")
+        results, _ = self.delete(path, str(uuid.uuid4()))
+        (kind, message), = results
+        self.assertEqual("unavailable", kind)
+        self.assertTrue(message.startswith(f"cannot load {path}: "), message)
+        self.assertNotIn("\n", message)
+
+    def test_two_deletions_in_one_process(self) -> None:
+        # 'stale clear --all --nova-config' with two duplicates calls
+        # delete_compute_node twice in one process; the second call runs
+        # nova.config.parse_args again, which oslo.config refuses
+        # ("arguments already parsed: cannot register CLI option").
+        node_a, (old_a, new_a) = self.make_nodes("old-a", "new-a")
+        node_b, (old_b, new_b) = self.make_nodes("old-b", "new-b")
+        results, _ = self.delete(self.conf, old_a, old_b)
+        self.assertEqual(["ok", f"old-a/{node_a}"], results[0])
+        self.assertEqual([("new-a", new_a)], self.live(node_a))
+        self.assertEqual([["ok", f"old-b/{node_b}"], [("new-b", new_b)]],
+            [results[1], self.live(node_b)])
+
+    def test_config_without_api_database(self) -> None:
+        # A compute host's nova.conf has no [api_database]: Nova's objects
+        # cannot be used, which should be Unavailable, not CantStartEngineError.
+        conf = os.path.join(self.tmp, "compute-nova.conf")
+        with open(conf, "w") as f:
+            f.write("[DEFAULT]\ntransport_url = fake:/\n")
+        argv = [sys.executable, "-c", DELETE, conf, str(uuid.uuid4())]
+        proc = subprocess.run(argv, cwd=REPO, env=_env(), capture_output=True,
+                              text=True, timeout=TIMEOUT, check=False)
+        kinds = [json.loads(line)[0] for line in proc.stdout.splitlines()]
+        self.assertEqual((0, ["unavailable"]), (proc.returncode, kinds))
+
+    def test_cli_help_mentions_nova_config(self) -> None:
+        proc = _run([os.path.join(BIN, "openstack"), "drain", "stale", "clear",
+                     "--help"], self.tmp)
+        self.assertIn("--nova-config", proc.stdout)
