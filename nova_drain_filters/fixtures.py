@@ -165,3 +165,57 @@ class DrainFilters(fixtures.Fixture):
         summary.reset()
         self.addCleanup(summary.reset)
         self.addCleanup(request_filter.uninstall)
+
+
+_COPIED_FIELDS = (
+    "vcpus", "memory_mb", "local_gb", "vcpus_used", "memory_mb_used",
+    "local_gb_used", "hypervisor_type", "hypervisor_version", "free_ram_mb",
+    "free_disk_gb", "current_workload", "running_vms", "cpu_info",
+    "disk_available_least", "host_ip", "supported_hv_specs",
+    "cpu_allocation_ratio", "ram_allocation_ratio", "disk_allocation_ratio",
+)
+
+
+def make_rebalance_duplicate(
+    context: Any, placement_api: Any, live: Any, host: str,
+    memory_factor: int = 4,
+) -> str:
+    """Leave the duplicate a racy Ironic rebalance leaves; return its uuid.
+
+    For Nova functional tests: a second compute node record for
+    ``live.hypervisor_hostname`` under ``host`` (whose service is alive),
+    with its own resource provider, inventory and traits (Nova asks for
+    ``root_required=OWNER_NOVA``), as after Nova bugs 1853009 and 1841481.
+    ``memory_factor`` makes it look bigger, so the weighers prefer it.
+
+    :param placement_api: Nova's ``PlacementFixture().api`` client.
+    :param live: the ``objects.ComputeNode`` that really owns the node.
+    """
+    from nova import objects
+    from oslo_utils import uuidutils
+
+    dup = objects.ComputeNode(context)
+    for field in _COPIED_FIELDS:
+        if live.obj_attr_is_set(field):
+            setattr(dup, field, getattr(live, field))
+    dup.host = host
+    dup.hypervisor_hostname = live.hypervisor_hostname
+    dup.uuid = uuidutils.generate_uuid()
+    dup.memory_mb = dup.free_ram_mb = live.memory_mb * memory_factor
+    dup.create()
+    # Placement names are unique, so the stale provider kept an old name.
+    placement_api.post("/resource_providers", {
+        "name": f"{live.hypervisor_hostname}-before-rebalance",
+        "uuid": dup.uuid}, version="1.20")
+    inventory = placement_api.get(
+        f"/resource_providers/{live.uuid}/inventories",
+        version="1.0").body["inventories"]
+    inventory["MEMORY_MB"]["total"] = dup.memory_mb
+    placement_api.put(f"/resource_providers/{dup.uuid}/inventories", {
+        "resource_provider_generation": 0, "inventories": inventory},
+        version="1.20")
+    traits = placement_api.get(f"/resource_providers/{live.uuid}/traits",
+                               version="1.6").body["traits"]
+    placement_api.put(f"/resource_providers/{dup.uuid}/traits", {
+        "resource_provider_generation": 1, "traits": traits}, version="1.6")
+    return str(dup.uuid)

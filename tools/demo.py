@@ -42,11 +42,6 @@ REJECTED = re.compile(r"^\((?P<host>[^,]+), (?P<node>[^)]+)\) .*? rejected by "
 QUERY = re.compile(r'"GET (/placement/allocation_candidates\?[^" ]+)')
 RESCHEDULE = re.compile(r"Error from last host: (\S+) \(node (\S+)\)")
 # Copied to the duplicate record, as in tests/functional/test_stale_nodes.py.
-_COPY = ("vcpus", "memory_mb", "local_gb", "vcpus_used", "memory_mb_used",
-         "local_gb_used", "hypervisor_type", "hypervisor_version", "free_ram_mb",
-         "free_disk_gb", "current_workload", "running_vms", "cpu_info",
-         "disk_available_least", "host_ip", "supported_hv_specs",
-         "cpu_allocation_ratio", "ram_allocation_ratio", "disk_allocation_ratio")
 
 
 @dataclasses.dataclass
@@ -207,7 +202,6 @@ def build_case(run: Run) -> unittest.TestCase:
     from nova import context as nova_context
     from nova import objects
     from nova.tests.functional import integrated_helpers
-    from oslo_utils import uuidutils
 
     from nova_drain_filters import fixtures as ndf_fixtures
 
@@ -284,27 +278,9 @@ def build_case(run: Run) -> unittest.TestCase:
                 rp_uuid, self._get_provider_traits(rp_uuid) + [traits.DRAIN_HOST])
 
         def make_duplicate(self, live: Any) -> None:
-            # What a racy Ironic rebalance leaves (Nova bugs 1853009, 1841481):
-            # a second record on a live host, with its own provider, bigger
-            # than anything else so that the weighers prefer it.
-            dup = objects.ComputeNode(self.ctxt)
-            for field in _COPY:
-                if live.obj_attr_is_set(field):
-                    setattr(dup, field, getattr(live, field))
-            dup.host, dup.hypervisor_hostname = DUP_HOST, BM_NODE
-            dup.uuid = uuidutils.generate_uuid()
-            dup.memory_mb = dup.free_ram_mb = live.memory_mb * 4
-            dup.create()
-            self.placement.post("/resource_providers", {
-                "name": f"{BM_NODE}-before-rebalance", "uuid": dup.uuid},
-                version="1.20")
-            inventory = self._get_provider_inventory(live.uuid)
-            inventory["MEMORY_MB"]["total"] = dup.memory_mb
-            self.placement.put(f"/resource_providers/{dup.uuid}/inventories", {
-                "resource_provider_generation": 0, "inventories": inventory},
-                version="1.20")
-            self._set_provider_traits(dup.uuid,
-                                      self._get_provider_traits(live.uuid))
+            # What a racy Ironic rebalance leaves (Nova bugs 1853009, 1841481).
+            ndf_fixtures.make_rebalance_duplicate(
+                self.ctxt, self.placement, live, DUP_HOST)
 
         def describe_hosts(self) -> list[Host]:
             services = sorted(self.admin_api.get_services(binary="nova-compute"),

@@ -17,6 +17,17 @@ def _rows(found: list[orphans.Orphan]) -> list[tuple[Any, ...]]:
              str(o.reason), o.project or "") for o in found]
 
 
+def _add_provider_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--resource-provider", metavar="<uuid>",
+                        type=common.uuid_arg("resource provider"),
+                        help="only allocations on this provider")
+
+
+def _on_provider(found: list[orphans.Orphan],
+                 rp: str | None) -> list[orphans.Orphan]:
+    return [o for o in found if o.provider == rp] if rp else found
+
+
 def _gather(app: Any) -> list[orphans.Orphan]:
     client = common.drain_client(app)
     progress = common.Progress("reading provider allocations")
@@ -36,16 +47,11 @@ class ListOrphan(common.DrainLister):
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
-        parser.add_argument("--resource-provider", metavar="<uuid>",
-                            type=common.uuid_arg("resource provider"),
-                            help="only allocations on this provider")
+        _add_provider_option(parser)
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
-        found = _gather(self.app)
-        if parsed_args.resource_provider:
-            found = [o for o in found
-                     if o.provider == parsed_args.resource_provider]
+        found = _on_provider(_gather(self.app), parsed_args.resource_provider)
         self.found = len(found)
         return COLUMNS, _rows(found)
 
@@ -62,9 +68,7 @@ class ClearOrphan(common.ClearCommand):
         parser.add_argument("consumers", metavar="<consumer>", nargs="*",
                             type=common.uuid_arg("consumer"),
                             help="only these consumers (default: all orphans)")
-        parser.add_argument("--resource-provider", metavar="<uuid>",
-                            type=common.uuid_arg("resource provider"),
-                            help="only allocations on this provider")
+        _add_provider_option(parser)
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
@@ -76,9 +80,7 @@ class ClearOrphan(common.ClearCommand):
                 raise exceptions.CommandError(
                     "not an orphaned consumer: " + ", ".join(sorted(unknown)))
             found = [o for o in found if o.consumer in wanted]
-        if parsed_args.resource_provider:
-            found = [o for o in found
-                     if o.provider == parsed_args.resource_provider]
+        found = _on_provider(found, parsed_args.resource_provider)
         by_consumer: dict[str, dict[str, str]] = {}
         for orphan in found:
             by_consumer.setdefault(orphan.consumer, {})[orphan.provider] = (

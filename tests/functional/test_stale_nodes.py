@@ -1,18 +1,8 @@
 """StaleComputeNodeFilter inside Nova's real scheduler."""
 import datetime
 
-from nova import objects
-from oslo_utils import uuidutils
-
+from nova_drain_filters import fixtures as ndf_fixtures
 from tests.functional import base
-
-_COPY = (
-    "vcpus", "memory_mb", "local_gb", "vcpus_used", "memory_mb_used",
-    "local_gb_used", "hypervisor_type", "hypervisor_version", "free_ram_mb",
-    "free_disk_gb", "current_workload", "running_vms", "cpu_info",
-    "disk_available_least", "host_ip", "supported_hv_specs",
-    "cpu_allocation_ratio", "ram_allocation_ratio", "disk_allocation_ratio",
-)
 
 
 class RebalanceDuplicateMixin(base.DrainTestBase):
@@ -30,32 +20,8 @@ class RebalanceDuplicateMixin(base.DrainTestBase):
         host2.manager.driver._set_nodes(["host2", "node-x"])
         host2.manager.update_available_resource(self.ctxt)
         live = self.compute_node("host2", "node-x")
-        self.dup_uuid = self._make_duplicate(live, "host1")
-
-    def _make_duplicate(self, live: objects.ComputeNode, host: str) -> str:
-        dup = objects.ComputeNode(self.ctxt)
-        for field in _COPY:
-            if live.obj_attr_is_set(field):
-                setattr(dup, field, getattr(live, field))
-        dup.host = host
-        dup.hypervisor_hostname = live.hypervisor_hostname
-        dup.uuid = uuidutils.generate_uuid()
-        dup.memory_mb = live.memory_mb * 4
-        dup.free_ram_mb = dup.memory_mb
-        dup.create()
-        # Placement names are unique, so the stale provider kept an old name.
-        self.placement.post("/resource_providers", {
-            "name": f"{live.hypervisor_hostname}-before-rebalance",
-            "uuid": dup.uuid}, version="1.20")
-        inventory = self._get_provider_inventory(live.uuid)
-        inventory["MEMORY_MB"]["total"] = dup.memory_mb
-        self.placement.put(f"/resource_providers/{dup.uuid}/inventories", {
-            "resource_provider_generation": 0, "inventories": inventory},
-            version="1.20")
-        # Nova asks for root_required=OWNER_NOVA; keep the live traits.
-        self._set_provider_traits(dup.uuid,
-                                  self._get_provider_traits(live.uuid))
-        return dup.uuid
+        self.dup_uuid = ndf_fixtures.make_rebalance_duplicate(
+            self.ctxt, self.placement, live, "host1")
 
 
 class DuplicateNodeTest(RebalanceDuplicateMixin):
