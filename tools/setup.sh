@@ -4,6 +4,7 @@
 #   .venv-ironic  Ironic, run as a real server by the tests
 # Versions are pinned by tools/constraints.txt and tools/ironic-constraints.txt
 # (the sets this project was tested with), like OpenStack's upper-constraints.
+# --ironic-only: only .venv-ironic (tox's functional env brings its own venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +17,7 @@ fi
 stamp() { cat "$@" | sha256sum | cut -d' ' -f1; }
 
 main_stamp=$(stamp requirements.txt test-requirements.txt tools/constraints.txt setup.cfg)
-if [ ! -x .venv/bin/python ] || [ "$(cat .venv/.ndf-stamp 2>/dev/null)" != "$main_stamp" ]; then
+if [ "${1:-}" != "--ironic-only" ] && { [ ! -x .venv/bin/python ] || [ "$(cat .venv/.ndf-stamp 2>/dev/null)" != "$main_stamp" ]; }; then
     echo "setup: installing .venv (Nova, placement, this project)..." >&2
     [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
     .venv/bin/pip install -q --disable-pip-version-check -U pip

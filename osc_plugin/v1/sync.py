@@ -3,6 +3,8 @@ import argparse
 import time
 from typing import Any
 
+from osc_lib import exceptions
+
 from nova_drain_filters import sync
 from osc_plugin.v1 import common
 
@@ -33,10 +35,10 @@ class RunSync(common.DrainLister):
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
         if parsed_args.interval < 5:
-            raise common.exceptions.CommandError(
+            raise exceptions.CommandError(
                 f"--interval {parsed_args.interval}: must be 5 or more")
         if parsed_args.page_size < 1:
-            raise common.exceptions.CommandError(
+            raise exceptions.CommandError(
                 f"--page-size {parsed_args.page_size}: must be positive")
         client = common.drain_client(self.app)
         engine = sync.TraitSync(
