@@ -3,6 +3,7 @@ with stale records made the way they happen in real life."""
 import datetime
 import json
 
+import fixtures
 from nova import objects
 from oslo_utils import uuidutils
 
@@ -68,6 +69,47 @@ class StoppedServiceTest(cli_harness.CliTestBase):
         again = self.cli_json("drain", "stale", "clear", "--all", "--yes")
         self.assertEqual([("skip", "service has 1 instance(s)")],
                          [(r["Step"], r["Result"]) for r in again])
+
+    def test_provider_nova_leaves_behind_is_cleared_next(self) -> None:
+        # An instance on host3 is deleted while placement is unreachable: its
+        # allocation stays. Then host3's nova-compute stops for good.
+        doomed = self._create_server(networks="none", host="host3")
+        rp = self._get_provider_uuid_by_host("host3")
+        with fixtures.MockPatch(
+                "nova.scheduler.client.report.SchedulerReportClient."
+                "delete_allocation_for_instance", return_value=False):
+            self._delete_server(doomed)
+        self.stop("host3")
+
+        # Nova deletes the service but cannot delete a provider that holds
+        # allocations, and says nothing (services.py delete): reported.
+        first = self.clear_all()
+        self.assertEqual(
+            [("delete compute service",
+              f"deleted; provider(s) left behind: {rp}")],
+            [(r["Step"], r["Result"]) for r in first])
+        rows = self.cli_json("drain", "stale", "list")
+        self.assertEqual([(rp, "resource_provider", 1)],
+                         [(r["UUID"], r["Kind"], r["Allocations"])
+                          for r in rows])
+
+        # The next run clears the dead consumer's allocation, then the
+        # provider; a third run has nothing to do.
+        second = self.clear_all()
+        self.assertEqual(
+            [("delete resource provider", rp,
+              "provider deleted (1 dead consumer(s) cleared)")],
+            [(r["Step"], r["Target"], r["Result"]) for r in second])
+        self.assertEqual([], self.cli_json("drain", "stale", "list"))
+        self.assertEqual([], self.clear_all())
+
+    def clear_all(self) -> list[dict]:
+        """``stale clear --all --yes -f json``; the plan goes to stderr."""
+        run = self.cli("drain", "stale", "clear", "--all", "--yes", "-f",
+                       "json")
+        self.assertEqual(0, run.rc, run.stderr)
+        self.assertNotIn("Traceback", run.stderr)
+        return json.loads(run.stdout)
 
     def _get_provider_uuid_by_host_or_none(self, host: str) -> str | None:
         providers = self.placement.get(
