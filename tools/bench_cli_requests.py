@@ -42,18 +42,18 @@ import collections
 import contextlib
 import dataclasses
 import logging
-import os
 import sys
 import threading
 import time
 import unittest
-import warnings
 from collections.abc import Callable
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from typing import NoReturn
 from typing import TextIO
+
+import harness_run  # tools/, on sys.path when run as a script
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -338,24 +338,9 @@ def build_case(providers: int, run: Run) -> unittest.TestCase:
 
 def run_harness(providers: int, run: Run) -> str | None:
     """Run one cloud's measurements quietly; return None, or a one-line error."""
-    # The harness warns on import (eventlet); inside it, Nova's
-    # WarningsFixture turns DeprecationWarnings back on, so route every
-    # warning to logging, which the harness captures.
-    warnings.simplefilter("ignore")
-    logging.captureWarnings(True)
-    logging.getLogger().handlers[:] = [logging.NullHandler()]
-    os.environ.setdefault("OS_TEST_TIMEOUT", "600")
-    result = unittest.TestResult()
-    try:
-        build_case(providers, run).run(result)
-    except SystemExit as exc:  # Nova exits on some start-up errors
-        log = run.stdlog.logger.output if run.stdlog else ""
-        errors = [line for line in log.splitlines() if " ERROR " in line]
-        return f"sys.exit({exc.code})" + (f" after: {errors[-1]}" if errors else "")
-    for _test, text in result.errors + result.failures:
-        lines = [line for line in text.splitlines() if line.strip()]
-        return lines[-1] if lines else "unknown error"
-    return None
+    return harness_run.run_quietly(
+        build_case(providers, run),
+        lambda: run.stdlog.logger.output if run.stdlog else "")
 
 
 def _by(measures: Sequence[Measure], command: str,

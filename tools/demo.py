@@ -7,16 +7,16 @@ boot failed or a host to exclude was used or not excluded (a smoke check).
 import argparse
 import dataclasses
 import logging
-import os
 import re
 import sys
 import time
 import unittest
 import urllib.parse
-import warnings
 from typing import Any
 from typing import NoReturn
 from typing import TextIO
+
+import harness_run  # tools/, on sys.path when run as a script
 
 from nova_drain_filters import decisions
 from nova_drain_filters import traits
@@ -308,24 +308,9 @@ def build_case(run: Run) -> unittest.TestCase:
 
 def run_harness(run: Run) -> str | None:
     """Run the demo test quietly; return None, or a one-line error."""
-    # The harness warns on import (eventlet); inside it, Nova's
-    # WarningsFixture turns DeprecationWarnings back on, so route every
-    # warning to logging, which the harness captures.
-    warnings.simplefilter("ignore")
-    logging.captureWarnings(True)
-    logging.getLogger().handlers[:] = [logging.NullHandler()]
-    os.environ.setdefault("OS_TEST_TIMEOUT", "600")
-    result = unittest.TestResult()
-    try:
-        build_case(run).run(result)
-    except SystemExit as exc:  # Nova exits on some start-up errors
-        log = run.stdlog.logger.output if run.stdlog else ""
-        errors = [line for line in log.splitlines() if " ERROR " in line]
-        return f"sys.exit({exc.code})" + (f" after: {errors[-1]}" if errors else "")
-    for _test, text in result.errors + result.failures:
-        lines = [line for line in text.splitlines() if line.strip()]
-        return lines[-1] if lines else "unknown error"
-    return None
+    return harness_run.run_quietly(
+        build_case(run),
+        lambda: run.stdlog.logger.output if run.stdlog else "")
 
 
 class Parser(argparse.ArgumentParser):

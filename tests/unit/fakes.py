@@ -2,6 +2,11 @@
 import datetime
 from typing import Any
 
+import testtools
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import session as ks_session
+from requests_mock.contrib import fixture as rm_fixture
+
 
 class FakeHostState:
     """The HostState attributes the drain filters read."""
@@ -67,3 +72,23 @@ class FakePlacement:
         created = name not in self.existing
         self.existing.add(name)
         return created
+
+
+class MockedServiceTestCase(testtools.TestCase):
+    """A real keystoneauth Session and Adapter in front of requests_mock.
+
+    Subclasses name the client class, its service type and the endpoint;
+    ``self.client`` talks to ``self.mock``.
+    """
+
+    CLIENT: Any = None
+    SERVICE_TYPE = ""
+    ENDPOINT = ""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.mock = self.useFixture(rm_fixture.Fixture())
+        adapter = ks_adapter.Adapter(ks_session.Session(),
+                                     endpoint_override=self.ENDPOINT,
+                                     service_type=self.SERVICE_TYPE)
+        self.client = self.CLIENT(adapter)

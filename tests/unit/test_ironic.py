@@ -4,13 +4,11 @@ from typing import Any
 from urllib import parse
 
 import testtools
-from keystoneauth1 import adapter as ks_adapter
-from keystoneauth1 import session as ks_session
-from requests_mock.contrib import fixture as rm_fixture
 
 from nova_drain_filters import http
 from nova_drain_filters import ironic
 from nova_drain_filters import traits
+from tests.unit import fakes
 
 ENDPOINT = "http://ironic.example"
 NODES = ENDPOINT + "/v1/nodes"
@@ -43,14 +41,10 @@ def query(request: Any) -> dict[str, str]:
     return dict(parse.parse_qsl(parse.urlsplit(request.url).query))
 
 
-class IronicTestCase(testtools.TestCase):
-    def setUp(self) -> None:
-        super().setUp()
-        self.mock = self.useFixture(rm_fixture.Fixture())
-        adapter = ks_adapter.Adapter(ks_session.Session(),
-                                     endpoint_override=ENDPOINT,
-                                     service_type="baremetal")
-        self.client = ironic.IronicClient(adapter)
+class IronicTestCase(fakes.MockedServiceTestCase):
+    CLIENT = ironic.IronicClient
+    SERVICE_TYPE = "baremetal"
+    ENDPOINT = ENDPOINT
 
     def serve(self, pages: list[dict[str, Any]]) -> None:
         """Answer GET /v1/nodes from ``pages``, chosen by the marker."""

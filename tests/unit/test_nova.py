@@ -2,13 +2,9 @@
 from typing import Any
 from urllib import parse
 
-import testtools
-from keystoneauth1 import adapter as ks_adapter
-from keystoneauth1 import session as ks_session
-from requests_mock.contrib import fixture as rm_fixture
-
 from nova_drain_filters import http
 from nova_drain_filters import nova
+from tests.unit import fakes
 
 ENDPOINT = "http://nova.example/v2.1"
 HV1 = "5a0f5a54-1e28-4b0b-9d3c-000000000001"
@@ -48,14 +44,10 @@ def page(key: str, items: list[Any], more: bool = False) -> dict[str, Any]:
     return {"json": body}
 
 
-class NovaTestCase(testtools.TestCase):
-    def setUp(self) -> None:
-        super().setUp()
-        self.mock = self.useFixture(rm_fixture.Fixture())
-        adapter = ks_adapter.Adapter(ks_session.Session(),
-                                     endpoint_override=ENDPOINT,
-                                     service_type="compute")
-        self.client = nova.NovaClient(adapter)
+class NovaTestCase(fakes.MockedServiceTestCase):
+    CLIENT = nova.NovaClient
+    SERVICE_TYPE = "compute"
+    ENDPOINT = ENDPOINT
 
     def queries(self) -> list[dict[str, list[str]]]:
         return [parse.parse_qs(parse.urlparse(r.url).query)

@@ -1,12 +1,8 @@
 from typing import Any
 
-import testtools
-from keystoneauth1 import adapter as ks_adapter
-from keystoneauth1 import session as ks_session
-from requests_mock.contrib import fixture as rm_fixture
-
 from nova_drain_filters import http
 from nova_drain_filters import placement
+from tests.unit import fakes
 
 ENDPOINT = "http://placement.example"
 RP = "4e8e5957-649f-477b-9e5b-f1f75b21c03c"
@@ -18,14 +14,10 @@ def traits_body(traits: set[str], generation: int) -> dict[str, Any]:
                      "resource_provider_generation": generation}}
 
 
-class PlacementTestCase(testtools.TestCase):
-    def setUp(self) -> None:
-        super().setUp()
-        self.mock = self.useFixture(rm_fixture.Fixture())
-        adapter = ks_adapter.Adapter(ks_session.Session(),
-                                     endpoint_override=ENDPOINT,
-                                     service_type="placement")
-        self.client = placement.PlacementClient(adapter)
+class PlacementTestCase(fakes.MockedServiceTestCase):
+    CLIENT = placement.PlacementClient
+    SERVICE_TYPE = "placement"
+    ENDPOINT = ENDPOINT
 
     def puts(self) -> list[Any]:
         return [r for r in self.mock.request_history if r.method == "PUT"]

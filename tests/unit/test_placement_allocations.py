@@ -1,13 +1,9 @@
 """PlacementClient's provider and allocation calls, against requests_mock."""
 from typing import Any
 
-import testtools
-from keystoneauth1 import adapter as ks_adapter
-from keystoneauth1 import session as ks_session
-from requests_mock.contrib import fixture as rm_fixture
-
 from nova_drain_filters import http
 from nova_drain_filters import placement
+from tests.unit import fakes
 
 ENDPOINT = "http://placement.example"
 RP1 = "4e8e5957-649f-477b-9e5b-000000000001"
@@ -28,14 +24,10 @@ def consumer_body(**overrides: Any) -> dict[str, Any]:
     return body
 
 
-class AllocationTestCase(testtools.TestCase):
-    def setUp(self) -> None:
-        super().setUp()
-        self.mock = self.useFixture(rm_fixture.Fixture())
-        adapter = ks_adapter.Adapter(ks_session.Session(),
-                                     endpoint_override=ENDPOINT,
-                                     service_type="placement")
-        self.client = placement.PlacementClient(adapter)
+class AllocationTestCase(fakes.MockedServiceTestCase):
+    CLIENT = placement.PlacementClient
+    SERVICE_TYPE = "placement"
+    ENDPOINT = ENDPOINT
 
     def version(self) -> str:
         return str(self.mock.last_request.headers["OpenStack-API-Version"])
