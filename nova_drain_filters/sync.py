@@ -156,9 +156,7 @@ class TraitSync:
 
     def providers_with(self, trait: str) -> set[str]:
         """UUIDs of the providers that carry ``trait`` (one request)."""
-        body = self.placement.get(f"/resource_providers?required={trait}",
-                                  microversion="1.18")
-        return {rp["uuid"] for rp in body["resource_providers"]}
+        return {rp["uuid"] for rp in self.placement.providers(required=trait)}
 
     def gather(self, dry_run: bool = False) -> tuple[
             list[decisions.NodeFacts], dict[str, decisions.IronicNodeFacts],

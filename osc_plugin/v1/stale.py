@@ -1,6 +1,7 @@
 """``openstack drain stale list|clear``: records no live reporter stands behind."""
 import argparse
 import contextlib
+import dataclasses
 import datetime
 from typing import Any
 
@@ -44,8 +45,8 @@ class Facts:
             self.allocations = orphans.read_allocations(
                 client.placement, stale_rps, progress)
         self.records = [
-            stale.StaleRecord(**{**r.__dict__, "allocations": len(
-                self.allocations.get(r.uuid, {}))}) for r in records]
+            dataclasses.replace(r, allocations=len(
+                self.allocations.get(r.uuid, {}))) for r in records]
 
     def live_consumers(self) -> dict[str, list[str]]:
         live = orphans.Liveness(self.servers, self.migrations)

@@ -6,6 +6,7 @@ from typing import Any
 
 from nova_drain_filters import decisions
 from nova_drain_filters import http
+from nova_drain_filters import placement
 from tests.unit import fakes
 
 
@@ -111,6 +112,9 @@ class FakeSyncPlacement(fakes.FakePlacement):
         trait = url.split("required=", 1)[1]
         return {"resource_providers": [
             {"uuid": u} for u in sorted(self.carriers.get(trait, ()))]}
+
+    # The real client's query, so the fake answers at the HTTP level.
+    providers = placement.PlacementClient.providers
 
     def update_provider_traits(self, rp_uuid: str, add: Iterable[str] = (),
                                remove: Iterable[str] = ()) -> bool:
