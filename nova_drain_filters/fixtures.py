@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Fixtures for Nova functional tests, in Nova's tree or downstream.
 
 Use them before the scheduler service starts (Nova loads filters when its
@@ -22,8 +34,8 @@ from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 
-from nova_drain_filters import baremetal
 from nova_drain_filters import conf as drain_conf
+from nova_drain_filters import ironic_view
 from nova_drain_filters import request_filter
 from nova_drain_filters.filters import FILTER_CLASSES
 from nova_drain_filters.filters import summary
@@ -104,9 +116,9 @@ class BaremetalView(fixtures.Fixture):
     """A fresh Ironic view for the test, its refresher stopped afterwards."""
 
     def _setUp(self) -> None:
-        self.view = baremetal.IronicView()
-        baremetal.set_view(self.view)
-        self.addCleanup(baremetal.set_view, None)
+        self.view = ironic_view.IronicView()
+        ironic_view.set_view(self.view)
+        self.addCleanup(ironic_view.set_view, None)
         self.addCleanup(self.view.stop)
 
 

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Orphaned allocations: what they are (a pure function) and how to find them.
 
 An allocation is orphaned when its consumer is not an existing instance and
@@ -14,8 +26,8 @@ from collections.abc import Mapping
 from concurrent import futures
 
 from nova_drain_filters import decisions
-from nova_drain_filters import nova
-from nova_drain_filters import placement
+from nova_drain_filters.clients import compute
+from nova_drain_filters.clients import placement
 
 #: Provider allocation reads in flight at once.
 CONCURRENCY = 8
@@ -45,9 +57,9 @@ class Orphan:
 def find_orphans(
     allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
     roots: Mapping[str, str],
-    nodes: Mapping[str, nova.Hypervisor],
-    servers: Iterable[nova.Server],
-    migrations: Iterable[nova.Migration],
+    nodes: Mapping[str, compute.Hypervisor],
+    servers: Iterable[compute.Server],
+    migrations: Iterable[compute.Migration],
 ) -> list[Orphan]:
     """Judge every (provider, consumer) allocation; a pure function.
 
@@ -86,8 +98,8 @@ def find_orphans(
 class Liveness:
     """Whether a consumer still stands behind its allocation on a node."""
 
-    def __init__(self, servers: Iterable[nova.Server],
-                 migrations: Iterable[nova.Migration]) -> None:
+    def __init__(self, servers: Iterable[compute.Server],
+                 migrations: Iterable[compute.Migration]) -> None:
         self.servers = {s.uuid: s for s in servers}
         migrations = list(migrations)
         self.migration_ids = {m.uuid for m in migrations}
@@ -101,7 +113,7 @@ class Liveness:
         return reason_for(self.servers.get(consumer), node)
 
 
-def reason_for(server: nova.Server | None,
+def reason_for(server: compute.Server | None,
                node: str | None) -> decisions.Reason | None:
     """Why an allocation of ``server`` on ``node`` is orphaned, or None."""
     if server is None:
@@ -130,7 +142,7 @@ def read_allocations(
 
 
 def gather(
-    compute: nova.NovaClient, client: placement.PlacementClient,
+    compute: compute.ComputeClient, client: placement.PlacementClient,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Orphan]:
     """Every orphan in the cloud, with its consumer's project.
@@ -166,7 +178,7 @@ class ClearOutcome:
 
 
 def clear_consumer(
-    compute: nova.NovaClient, client: placement.PlacementClient,
+    compute: compute.ComputeClient, client: placement.PlacementClient,
     consumer: str, drop: Mapping[str, str | None], dry_run: bool = False,
 ) -> ClearOutcome:
     """Remove only the orphaned part of one consumer's allocations.

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Stale compute nodes and providers: what they are, and what clearing does.
 
 ``find_stale`` is a pure function over what Nova, placement and Ironic
@@ -14,7 +26,7 @@ from collections.abc import Sequence
 from oslo_utils import timeutils
 
 from nova_drain_filters import decisions
-from nova_drain_filters import nova
+from nova_drain_filters.clients import compute
 
 COMPUTE_NODE = "compute_node"
 RESOURCE_PROVIDER = "resource_provider"
@@ -47,7 +59,7 @@ class StaleRecord:
         return {r.code.value for r in self.reasons}
 
 
-def _service_reasons(service: nova.Service | None,
+def _service_reasons(service: compute.Service | None,
                      now: datetime.datetime) -> list[decisions.Reason]:
     if service is None:
         return []
@@ -61,12 +73,12 @@ def _service_reasons(service: nova.Service | None,
 
 
 def find_stale(
-    hypervisors: Sequence[nova.Hypervisor],
-    services: Iterable[nova.Service],
+    hypervisors: Sequence[compute.Hypervisor],
+    services: Iterable[compute.Service],
     providers: Iterable[str],
     compute_providers: Iterable[str],
     ironic_nodes: Mapping[str, object] | None,
-    servers: Iterable[nova.Server],
+    servers: Iterable[compute.Server],
     now: datetime.datetime,
 ) -> list[StaleRecord]:
     """Every stale compute node and provider; a pure function.
@@ -128,7 +140,7 @@ class Action:
 
 
 def plan_clear(records: Sequence[StaleRecord],
-               hypervisors: Sequence[nova.Hypervisor],
+               hypervisors: Sequence[compute.Hypervisor],
                live_consumers: Mapping[str, Sequence[str]]) -> list[Action]:
     """What clearing the given records takes; never anything in use.
 
@@ -147,7 +159,7 @@ def plan_clear(records: Sequence[StaleRecord],
     """
     actions: list[Action] = []
     stale_nodes = {r.uuid: r for r in records if r.kind == COMPUTE_NODE}
-    nodes_by_service: dict[str, list[nova.Hypervisor]] = {}
+    nodes_by_service: dict[str, list[compute.Hypervisor]] = {}
     for hv in hypervisors:
         if hv.service_id:
             nodes_by_service.setdefault(hv.service_id, []).append(hv)

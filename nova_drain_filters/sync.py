@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """The trait sync: mark unusable providers so placement never offers them.
 
 From Nova's compute node records and Ironic's nodes it computes which
@@ -30,10 +42,10 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 
 from nova_drain_filters import decisions
-from nova_drain_filters import http
-from nova_drain_filters import ironic
-from nova_drain_filters import placement
 from nova_drain_filters import traits
+from nova_drain_filters.clients import http
+from nova_drain_filters.clients import ironic
+from nova_drain_filters.clients import placement
 
 #: Ironic answers 409 while a conductor holds the node lock (cleaning...).
 IRONIC_LOCK_RETRIES = 3

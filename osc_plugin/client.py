@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """The three services the drain commands talk to, on openstackclient's session.
 
 Endpoints come from the catalog, or from the usual overrides
@@ -8,9 +20,9 @@ from typing import Any
 
 from keystoneauth1 import adapter as ks_adapter
 
-from nova_drain_filters import ironic
-from nova_drain_filters import nova
-from nova_drain_filters import placement
+from nova_drain_filters.clients import compute
+from nova_drain_filters.clients import ironic
+from nova_drain_filters.clients import placement
 
 
 class DrainClient:
@@ -44,8 +56,8 @@ class DrainClient:
         return self._clients[service_type]
 
     @property
-    def nova(self) -> nova.NovaClient:
-        return self._client("compute", nova.NovaClient)
+    def nova(self) -> compute.ComputeClient:
+        return self._client("compute", compute.ComputeClient)
 
     @property
     def placement(self) -> placement.PlacementClient:

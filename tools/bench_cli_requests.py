@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """How many requests ``openstack drain orphan list`` and ``stale list`` send.
 
 Inside Nova's in-process harness (real API, conductor, scheduler and
@@ -8,7 +20,7 @@ deleted while the allocation removal fails, as when placement is unreachable
 at that moment) and forces one host down (S = 1 stale compute node). Then it
 runs the real ``openstack`` shell in-process (``tests/functional/
 cli_harness.py``) and counts the requests each command sends by wrapping
-``nova_drain_filters.http.ServiceClient.request`` for the duration of the
+``nova_drain_filters.clients.http.ServiceClient.request`` for the duration of the
 run, per service. Each figure is compared with the formula::
 
     nova pages(n) = n // page size + 1   (a full page has a "next" link)
@@ -67,7 +79,7 @@ ORPHANS = 3
 STALE = 1
 #: A small page size, to see the server pages grow with servers.
 SMALL_PAGE = 10
-#: Nova's own max_limit; nova.PAGE_SIZE asks for exactly this.
+#: Nova's own max_limit; compute.PAGE_SIZE asks for exactly this.
 REAL_PAGE = 1000
 SERVICES = ("nova", "placement", "ironic")
 COMMANDS = (("orphan", "list"), ("stale", "list"))
@@ -227,8 +239,8 @@ def build_case(providers: int, run: Run) -> unittest.TestCase:
     import fixtures
     from keystoneauth1 import session as ks_session
 
-    from nova_drain_filters import http
-    from nova_drain_filters import nova
+    from nova_drain_filters.clients import compute
+    from nova_drain_filters.clients import http
     from osc_plugin.v1 import common
     from tests.functional import cli_harness
 
@@ -265,7 +277,7 @@ def build_case(providers: int, run: Run) -> unittest.TestCase:
                     stale = STALE
                 cloud = Cloud(providers, allocations, orphans, stale)
                 self.check_cloud(cloud)
-                for page_size in (nova.PAGE_SIZE, SMALL_PAGE):
+                for page_size in (compute.PAGE_SIZE, SMALL_PAGE):
                     for command in COMMANDS:
                         run.measures.append(
                             self.measure(command, cloud, page_size))
@@ -315,9 +327,9 @@ def build_case(providers: int, run: Run) -> unittest.TestCase:
             counter = Counter()
             with contextlib.ExitStack() as stack:
                 stack.enter_context(fixtures.MonkeyPatch(
-                    "nova_drain_filters.nova.PAGE_SIZE", page_size))
+                    "nova_drain_filters.clients.compute.PAGE_SIZE", page_size))
                 stack.enter_context(fixtures.MonkeyPatch(
-                    "nova_drain_filters.http.ServiceClient.request",
+                    "nova_drain_filters.clients.http.ServiceClient.request",
                     counter.counting_request(http.ServiceClient.request)))
                 stack.enter_context(fixtures.MonkeyPatch(
                     "keystoneauth1.session.Session.request",

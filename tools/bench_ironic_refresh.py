@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """How many requests and how long one Ironic view refresh takes, on a real Ironic.
 
 Starts an all-in-one Ironic on loopback (``tests.functional.services.
@@ -37,10 +49,10 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 
-from nova_drain_filters import baremetal
 from nova_drain_filters import conf as drain_conf
-from nova_drain_filters import http
-from nova_drain_filters import ironic
+from nova_drain_filters import ironic_view
+from nova_drain_filters.clients import http
+from nova_drain_filters.clients import ironic
 
 if TYPE_CHECKING:
     from tests.functional.services import ironic_server
@@ -175,7 +187,7 @@ def expected_requests(nodes: int, page_size: int, max_limit: int) -> int:
 def measure_refresh(client: ironic.IronicClient, page_size: int) -> Paged:
     """One ``IronicView.refresh()`` with ``baremetal_page_size`` = page_size."""
     CONF.set_override("baremetal_page_size", page_size, group="drain_filters")
-    view = baremetal.IronicView(client_factory=lambda: client)
+    view = ironic_view.IronicView(client_factory=lambda: client)
     before = client.requests
     started = time.perf_counter()
     ok = view.refresh()

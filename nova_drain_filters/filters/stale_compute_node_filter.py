@@ -1,11 +1,23 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """StaleComputeNodeFilter: reject compute nodes no live reporter stands behind."""
 from collections.abc import Sequence
 from typing import Any
 
 from oslo_config import cfg
 
-from nova_drain_filters import baremetal
 from nova_drain_filters import decisions
+from nova_drain_filters import ironic_view
 from nova_drain_filters.filters import base
 
 CONF = cfg.CONF
@@ -33,7 +45,7 @@ class StaleComputeNodeFilter(base.DrainFilter):
         now = base.now()
         view = None
         if any(decisions.is_ironic(n.hypervisor_type) for n in facts.values()):
-            view = baremetal.get_view()
+            view = ironic_view.get_view()
             view.ensure_running()
         found: base.Rejections = {}
         for key, node in facts.items():

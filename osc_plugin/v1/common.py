@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """What every drain command shares: errors, confirmation, progress, exit codes."""
 import argparse
 import contextlib
@@ -10,7 +22,7 @@ from osc_lib import exceptions
 from osc_lib.command import command
 from oslo_utils import uuidutils
 
-from nova_drain_filters import http
+from nova_drain_filters.clients import http
 from osc_plugin import client as drain_client_mod
 
 #: Exit status of a list command given --exit-code when it found anything.

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """``openstack drain stale list|clear`` through the real openstack shell,
 with stale records made the way they happen in real life."""
 import datetime
@@ -7,7 +19,7 @@ import fixtures
 from nova import objects
 from oslo_utils import uuidutils
 
-from nova_drain_filters import nova_db
+from nova_drain_filters.clients import nova_db
 from tests.functional import cli_harness
 from tests.functional import test_stale_nodes
 

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """The Ironic view against a real Ironic, and against a sick one.
 
 Nodes are driven through real state changes; after one refresh the view's
@@ -11,10 +23,10 @@ from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 
-from nova_drain_filters import baremetal
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
-from nova_drain_filters import ironic
+from nova_drain_filters import ironic_view
+from nova_drain_filters.clients import ironic
 from tests.functional.services import broken_server
 from tests.functional.services import ironic_server
 
@@ -44,8 +56,8 @@ class ViewTestBase(testtools.TestCase):
                          baremetal_max_snapshot_age=60)
         self.clock = Clock()
 
-    def view_for(self, url: str, timeout: float = 10.0) -> baremetal.IronicView:
-        view = baremetal.IronicView(lambda: ironic_client(url, timeout),
+    def view_for(self, url: str, timeout: float = 10.0) -> ironic_view.IronicView:
+        view = ironic_view.IronicView(lambda: ironic_client(url, timeout),
                                     clock=self.clock)
         self.addCleanup(view.stop)
         return view

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """nova_db.delete_compute_node against a real, file-backed Nova database.
 
 ``nova.config.parse_args`` changes the process-wide oslo.config CONF, so the
@@ -44,7 +56,7 @@ with context.target_cell(ctxt, cell) as cctxt:
 # 'stale clear --all' does); one JSON line per call.
 DELETE = """
 import json, sys
-from nova_drain_filters import nova_db
+from nova_drain_filters.clients import nova_db
 for uuid in sys.argv[2:]:
     try:
         print(json.dumps(["ok", nova_db.delete_compute_node(uuid, sys.argv[1])]))

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """The trait sync against a real placement and a real Ironic.
 
 Nova's compute node records are given as plain facts (the CLI reads them
@@ -11,9 +23,9 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
 
 from nova_drain_filters import decisions
-from nova_drain_filters import placement
 from nova_drain_filters import sync
 from nova_drain_filters import traits
+from nova_drain_filters.clients import placement
 from tests.functional.services import ironic_server
 from tests.functional.services import placement_server
 from tests.functional.test_ironic_view import ironic_client

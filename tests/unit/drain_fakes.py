@@ -1,4 +1,16 @@
-"""Builders and fakes of NovaClient and PlacementClient for orphans and stale.
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Builders and fakes of ComputeClient and PlacementClient for orphans and stale.
 
 The fakes keep every call in ``calls`` as (method, args...) and raise the
 error set in ``errors[method]`` instead of answering.
@@ -9,33 +21,33 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import Any
 
-from nova_drain_filters import nova
+from nova_drain_filters.clients import compute
 
 
 def hv(uuid: str, name: str | None = None, host: str = "c1",
        htype: str | None = "ironic", state: str = "up",
-       service_id: str | None = None) -> nova.Hypervisor:
+       service_id: str | None = None) -> compute.Hypervisor:
     """A compute node record; an Ironic one is named after its uuid."""
-    return nova.Hypervisor(uuid=uuid, hypervisor_hostname=name or uuid,
+    return compute.Hypervisor(uuid=uuid, hypervisor_hostname=name or uuid,
                            hypervisor_type=htype, host=host,
                            service_id=service_id or f"svc-{host}",
                            state=state, status="enabled")
 
 
 def server(uuid: str, node: str | None = "n1", host: str | None = "c1",
-           status: str = "ACTIVE", project: str = "proj") -> nova.Server:
-    return nova.Server(uuid, status, host, node, project)
+           status: str = "ACTIVE", project: str = "proj") -> compute.Server:
+    return compute.Server(uuid, status, host, node, project)
 
 
 def migration(uuid: str, instance: str,
-              status: str = "running") -> nova.Migration:
-    return nova.Migration(uuid, instance, status, "n1", "n2")
+              status: str = "running") -> compute.Migration:
+    return compute.Migration(uuid, instance, status, "n1", "n2")
 
 
 def service(host: str, state: str = "up", forced_down: bool = False,
             updated_at: str | None = None,
-            uuid: str | None = None) -> nova.Service:
-    return nova.Service(uuid or f"svc-{host}", host, state, "enabled",
+            uuid: str | None = None) -> compute.Service:
+    return compute.Service(uuid or f"svc-{host}", host, state, "enabled",
                         forced_down, None, updated_at)
 
 
@@ -56,12 +68,12 @@ class _Recorder:
 
 
 class FakeNova(_Recorder):
-    """Stands in for NovaClient."""
+    """Stands in for ComputeClient."""
 
-    def __init__(self, hypervisors: Iterable[nova.Hypervisor] = (),
-                 services: Iterable[nova.Service] = (),
-                 servers: Iterable[nova.Server] = (),
-                 migrations: Iterable[nova.Migration] = ()) -> None:
+    def __init__(self, hypervisors: Iterable[compute.Hypervisor] = (),
+                 services: Iterable[compute.Service] = (),
+                 servers: Iterable[compute.Server] = (),
+                 migrations: Iterable[compute.Migration] = ()) -> None:
         super().__init__()
         self.hypervisor_list = list(hypervisors)
         self.service_list = list(services)
@@ -70,23 +82,23 @@ class FakeNova(_Recorder):
         #: Called with the service uuid after a delete_service.
         self.on_delete_service: Callable[[str], None] | None = None
 
-    def hypervisors(self) -> list[nova.Hypervisor]:
+    def hypervisors(self) -> list[compute.Hypervisor]:
         self._call("hypervisors")
         return list(self.hypervisor_list)
 
-    def services(self) -> list[nova.Service]:
+    def services(self) -> list[compute.Service]:
         self._call("services")
         return list(self.service_list)
 
-    def servers(self) -> list[nova.Server]:
+    def servers(self) -> list[compute.Server]:
         self._call("servers")
         return list(self.server_list)
 
-    def server(self, uuid: str) -> nova.Server | None:
+    def server(self, uuid: str) -> compute.Server | None:
         self._call("server", uuid)
         return {s.uuid: s for s in self.server_list}.get(uuid)
 
-    def migrations_in_progress(self) -> list[nova.Migration]:
+    def migrations_in_progress(self) -> list[compute.Migration]:
         self._call("migrations_in_progress")
         return list(self.migration_list)
 

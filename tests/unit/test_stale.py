@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Stale records: find_stale's reasons and plan_clear's rules."""
 import datetime
 from collections.abc import Iterable
@@ -6,8 +18,8 @@ from typing import Any
 import testtools
 
 from nova_drain_filters import decisions
-from nova_drain_filters import nova
 from nova_drain_filters import stale
+from nova_drain_filters.clients import compute
 from tests.unit import drain_fakes as df
 
 RC = decisions.ReasonCode
@@ -15,9 +27,9 @@ Step = stale.Step
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
 
 
-def find(hvs: list[nova.Hypervisor], services: Iterable[nova.Service] = (),
+def find(hvs: list[compute.Hypervisor], services: Iterable[compute.Service] = (),
          providers: Iterable[str] | None = None, compute: Iterable[str] = (),
-         ironic: Any = None, servers: Iterable[nova.Server] = ()
+         ironic: Any = None, servers: Iterable[compute.Server] = ()
          ) -> list[stale.StaleRecord]:
     if providers is None:
         providers = [h.uuid for h in hvs]

@@ -1,7 +1,19 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 import fixtures
 
-from nova_drain_filters import baremetal
 from nova_drain_filters import decisions
+from nova_drain_filters import ironic_view
 from nova_drain_filters import traits
 from nova_drain_filters.filters import stale_compute_node_filter
 from tests.unit.filters import helpers
@@ -15,7 +27,7 @@ class TestStaleComputeNodeFilter(helpers.FilterTestCase):
         self.filt = stale_compute_node_filter.StaleComputeNodeFilter()
         self.view = helpers.FakeIronicView()
         self.useFixture(fixtures.MockPatchObject(
-            baremetal, "get_view", lambda: self.view))
+            ironic_view, "get_view", lambda: self.view))
 
     def codes(self, hosts: list, host: object) -> list[RC]:
         found = self.filt.rejections(hosts, self.spec())

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """The plugin entry points and DrainClient on openstackclient's session."""
 import argparse
 import types
@@ -6,9 +18,9 @@ from typing import Any
 import fixtures
 import testtools
 
-from nova_drain_filters import ironic
-from nova_drain_filters import nova
-from nova_drain_filters import placement
+from nova_drain_filters.clients import compute
+from nova_drain_filters.clients import ironic
+from nova_drain_filters.clients import placement
 from osc_plugin import client
 from osc_plugin import plugin
 
@@ -54,7 +66,7 @@ class TestDrainClient(testtools.TestCase):
         drain = client.DrainClient.from_client_manager(
             manager(placement="http://placement.example"))
         for attr, cls, service_type in (
-                ("nova", nova.NovaClient, "compute"),
+                ("nova", compute.ComputeClient, "compute"),
                 ("placement", placement.PlacementClient, "placement"),
                 ("ironic", ironic.IronicClient, "baremetal")):
             built = getattr(drain, attr)

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """A cached view of Ironic's nodes that the scheduler reads without I/O.
 
 One background thread per scheduler process refreshes the snapshot every
@@ -24,8 +36,8 @@ from oslo_log import log as logging
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
-from nova_drain_filters import http
-from nova_drain_filters import ironic
+from nova_drain_filters.clients import http
+from nova_drain_filters.clients import ironic
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF

@@ -1,9 +1,21 @@
-"""NovaClient against requests_mock, through a real keystoneauth1 Adapter."""
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""ComputeClient against requests_mock, through a real keystoneauth1 Adapter."""
 from typing import Any
 from urllib import parse
 
-from nova_drain_filters import http
-from nova_drain_filters import nova
+from nova_drain_filters.clients import compute
+from nova_drain_filters.clients import http
 from tests.unit import fakes
 
 ENDPOINT = "http://nova.example/v2.1"
@@ -45,7 +57,7 @@ def page(key: str, items: list[Any], more: bool = False) -> dict[str, Any]:
 
 
 class NovaTestCase(fakes.MockedServiceTestCase):
-    CLIENT = nova.NovaClient
+    CLIENT = compute.ComputeClient
     SERVICE_TYPE = "compute"
     ENDPOINT = ENDPOINT
 
@@ -102,7 +114,7 @@ class TestPagination(NovaTestCase):
         self.assertEqual(2, self.mock.call_count)
 
     def test_too_many_pages(self) -> None:
-        self.patch(nova, "MAX_PAGES", 2)
+        self.patch(compute, "MAX_PAGES", 2)
         self.mock.get(ENDPOINT + "/os-hypervisors/detail", response_list=[
             page("hypervisors", [hv_body(HV1, "n1")], more=True),
             page("hypervisors", [hv_body(HV2, "n2")], more=True),
@@ -116,8 +128,8 @@ class TestPagination(NovaTestCase):
             page("servers", [server_body(SRV2, None, None)])])
         found = self.client.servers()
         self.assertEqual([
-            nova.Server(SRV1, "ACTIVE", "c1", "n1", "proj"),
-            nova.Server(SRV2, "ACTIVE", None, None, "proj")], found)
+            compute.Server(SRV1, "ACTIVE", "c1", "n1", "proj"),
+            compute.Server(SRV2, "ACTIVE", None, None, "proj")], found)
         self.assertEqual(
             [{"all_tenants": ["1"], "limit": ["1000"]},
              {"all_tenants": ["1"], "limit": ["1000"], "marker": [SRV1]}],
@@ -130,12 +142,12 @@ class TestPagination(NovaTestCase):
             page("migrations", [mig_body(MIG1, "finished", 9)])])
         found = self.client.migrations_in_progress()
         self.assertEqual(
-            [nova.Migration(MIG1, SRV1, "running", "n1", "n2"),
-             nova.Migration(MIG1, SRV1, "finished", "n1", "n2")], found)
+            [compute.Migration(MIG1, SRV1, "running", "n1", "n2"),
+             compute.Migration(MIG1, SRV1, "finished", "n1", "n2")], found)
         self.assertEqual([MIG2], self.queries()[1]["marker"])
 
     def test_every_done_status_is_dropped(self) -> None:
-        done = sorted(nova.MIGRATION_DONE)
+        done = sorted(compute.MIGRATION_DONE)
         self.mock.get(ENDPOINT + "/os-migrations", **page(
             "migrations", [mig_body(MIG1, s, i) for i, s in enumerate(done)]
             + [mig_body(MIG2, "post-migrating", 99)]))
@@ -152,7 +164,7 @@ class TestRecords(NovaTestCase):
         self.mock.get(ENDPOINT + "/os-hypervisors/detail", **page(
             "hypervisors", [hv_body(HV1, "n1"), down, bare]))
         one, two, three = self.client.hypervisors()
-        self.assertEqual(nova.Hypervisor(HV1, "n1", "ironic", "c1", SVC, "up",
+        self.assertEqual(compute.Hypervisor(HV1, "n1", "ironic", "c1", SVC, "up",
                                          "enabled"), one)
         self.assertEqual(("c1", "n1", HV1, True, "ironic"), (
             one.facts.host, one.facts.nodename, one.facts.uuid,
@@ -168,7 +180,7 @@ class TestRecords(NovaTestCase):
             {"id": SVC, "host": "c1", "state": "down", "status": "enabled",
              "forced_down": True, "disabled_reason": None,
              "updated_at": "2024-05-01T11:00:00.000000"}]})
-        self.assertEqual([nova.Service(SVC, "c1", "down", "enabled", True,
+        self.assertEqual([compute.Service(SVC, "c1", "down", "enabled", True,
                                        None, "2024-05-01T11:00:00.000000")],
                          self.client.services())
         self.assertEqual({"binary": ["nova-compute"]}, self.queries()[0])
@@ -176,7 +188,7 @@ class TestRecords(NovaTestCase):
     def test_server_found(self) -> None:
         self.mock.get(f"{ENDPOINT}/servers/{SRV1}",
                       json={"server": server_body(SRV1, "c2", "n2")})
-        self.assertEqual(nova.Server(SRV1, "ACTIVE", "c2", "n2", "proj"),
+        self.assertEqual(compute.Server(SRV1, "ACTIVE", "c2", "n2", "proj"),
                          self.client.server(SRV1))
         self.assertEqual("compute 2.59", self.mock.last_request.headers[
             "OpenStack-API-Version"])

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Typed Nova API calls: hypervisors, services, servers and migrations, in bulk.
 
 Every list is paginated with ``limit``/``marker`` and follows Nova's
@@ -10,7 +22,7 @@ from typing import Any
 from urllib import parse
 
 from nova_drain_filters import decisions
-from nova_drain_filters import http
+from nova_drain_filters.clients import http
 
 #: 2.53: service and hypervisor ids are UUIDs; 2.59: migrations paginate and
 #: carry their UUID (the consumer of a migration's allocations).
@@ -87,7 +99,7 @@ def _server(body: dict[str, Any]) -> Server:
                   project_id=body.get("tenant_id"))
 
 
-class NovaClient(http.ServiceClient):
+class ComputeClient(http.ServiceClient):
     """Nova's compute API, through a keystoneauth1 Adapter."""
 
     service = "nova"

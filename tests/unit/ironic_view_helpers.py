@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """A base test case for IronicView: fake client, fake clock, options."""
 import logging
 
@@ -6,9 +18,9 @@ import testtools
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 
-from nova_drain_filters import baremetal
 from nova_drain_filters import conf as drain_conf
-from nova_drain_filters import http
+from nova_drain_filters import ironic_view
+from nova_drain_filters.clients import http
 from tests.unit import fakes
 from tests.unit import ironic_fakes
 
@@ -37,8 +49,8 @@ class ViewTestCase(testtools.TestCase):
         self.made += 1
         return self.client
 
-    def new_view(self) -> baremetal.IronicView:
-        view = baremetal.IronicView(self.factory, self.clock)  # type: ignore
+    def new_view(self) -> ironic_view.IronicView:
+        view = ironic_view.IronicView(self.factory, self.clock)  # type: ignore
         self.addCleanup(view.stop)
         return view
 

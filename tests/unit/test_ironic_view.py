@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """IronicView: the cached snapshot, its failure policy and its thread."""
 import datetime
 import os
@@ -5,18 +17,18 @@ import threading
 
 import fixtures
 
-from nova_drain_filters import baremetal
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
-from tests.unit import baremetal_helpers
+from nova_drain_filters import ironic_view
 from tests.unit import ironic_fakes
+from tests.unit import ironic_view_helpers
 
 RC = decisions.ReasonCode
 UTC = datetime.timezone.utc
-CLEAN = baremetal_helpers.CLEAN
-FREE = baremetal_helpers.FREE
-THREAD = baremetal_helpers.THREAD
-ViewTestCase = baremetal_helpers.ViewTestCase
+CLEAN = ironic_view_helpers.CLEAN
+FREE = ironic_view_helpers.FREE
+THREAD = ironic_view_helpers.THREAD
+ViewTestCase = ironic_view_helpers.ViewTestCase
 
 
 class TestRefresh(ViewTestCase):
@@ -72,7 +84,7 @@ class TestRefresh(ViewTestCase):
         self.assertIn("snapshot from never (no snapshot yet)", self.log.output)
 
     def test_client_factory_failure(self) -> None:
-        view = baremetal.IronicView(self._broken_factory, self.clock)
+        view = ironic_view.IronicView(self._broken_factory, self.clock)
         self.assertIs(False, view.refresh())
         self.assertEqual("no [ironic] auth", view.last_error)
 
@@ -248,7 +260,7 @@ class TestMissingReason(ViewTestCase):
 
 
 class TestThread(ViewTestCase):
-    def start(self, view: baremetal.IronicView) -> threading.Thread:
+    def start(self, view: ironic_view.IronicView) -> threading.Thread:
         before = set(threading.enumerate())
         view.ensure_running()
         new = [t for t in threading.enumerate() if t not in before]
@@ -279,7 +291,7 @@ class TestThread(ViewTestCase):
     def test_restart_after_fork(self) -> None:
         first = self.start(self.view)
         self.useFixture(fixtures.MockPatch(
-            "nova_drain_filters.baremetal.os.getpid",
+            "nova_drain_filters.ironic_view.os.getpid",
             return_value=os.getpid() + 1))
         second = self.start(self.view)
         self.assertIsNot(first, second)
@@ -291,16 +303,16 @@ class TestThread(ViewTestCase):
         self.assertFalse(first.is_alive() or second.is_alive())
 
     def test_set_view_stops_the_old_view(self) -> None:
-        self.addCleanup(baremetal.set_view, baremetal.set_view(None))
-        fresh = baremetal.get_view()
-        self.assertIsInstance(fresh, baremetal.IronicView)
-        self.assertIs(fresh, baremetal.get_view())
-        self.assertIs(fresh, baremetal.set_view(self.view))
+        self.addCleanup(ironic_view.set_view, ironic_view.set_view(None))
+        fresh = ironic_view.get_view()
+        self.assertIsInstance(fresh, ironic_view.IronicView)
+        self.assertIs(fresh, ironic_view.get_view())
+        self.assertIs(fresh, ironic_view.set_view(self.view))
         thread = self.start(self.view)
-        self.assertIs(self.view, baremetal.set_view(self.view))
+        self.assertIs(self.view, ironic_view.set_view(self.view))
         self.assertTrue(thread.is_alive())
         other = self.new_view()
-        self.assertIs(self.view, baremetal.set_view(other))
+        self.assertIs(self.view, ironic_view.set_view(other))
         thread.join(10)
         self.assertFalse(thread.is_alive())
-        self.assertIs(other, baremetal.get_view())
+        self.assertIs(other, ironic_view.get_view())

@@ -1,10 +1,22 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Typed Ironic calls: the paginated node list and node traits."""
 from collections.abc import Iterator
 from typing import Any
 from urllib import parse
 
 from nova_drain_filters import decisions
-from nova_drain_filters import http
+from nova_drain_filters.clients import http
 
 #: 1.61 is the oldest version with every field below (``retired`` came in
 #: 1.61, ``fault`` in 1.42, traits in 1.37).
