@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """The ``[drain_filters]`` options, documented where they are declared.
 
 The filters run inside ``nova-scheduler``, so these options live in
@@ -189,6 +201,38 @@ Possible values:
 Related options:
 
 * ``baremetal_max_snapshot_age``
+""",
+    ),
+    cfg.FloatOpt(
+        "ironic_missing_max_fraction",
+        default=0.1,
+        min=0.0,
+        max=1.0,
+        help="""
+The largest share of Nova's Ironic compute nodes an Ironic listing may lack
+and still be believed about deleted nodes.
+
+A listing that lacks a node Nova knows says that node was deleted from
+Ironic. But credentials that see only their own nodes (Ironic filters by
+owner or lessee for project-scoped tokens) or a missing conductor group give
+a listing that looks complete and is not. If a listing lacks more than this
+share of the Ironic compute nodes Nova knows (and always when it is empty
+while Nova knows some), it is not trusted: the filters apply
+``baremetal_failure_mode``, the trait sync and ``openstack drain stale``
+refuse to call those nodes missing, and the counts are logged. One missing
+node is always believed, so a small cloud can still lose a node.
+
+Use credentials that see every node: a system-scoped or admin token.
+
+Possible values:
+
+* A fraction from 0.0 to 1.0. 0.0 believes a single missing node only;
+  1.0 believes any listing that is not empty.
+
+Related options:
+
+* ``baremetal_failure_mode``
+* The ``[ironic]`` section: the credentials the listing uses.
 """,
     ),
     cfg.IntOpt(

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Is this node schedulable, and if not, why: pure functions over plain facts.
 
 The host filters, the trait sync and the CLI gather facts their own way (a
@@ -7,6 +19,7 @@ three cannot disagree. Nothing here does I/O or reads configuration.
 import dataclasses
 import datetime
 import enum
+from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Sequence
 
@@ -281,3 +294,66 @@ def missing_from_ironic_reason(node_uuid: str) -> Reason:
 def summarize(reasons: Sequence[Reason]) -> str:
     """Join reasons into one line for a log or a table cell."""
     return "; ".join(str(r) for r in reasons)
+
+
+def allowed_count(total: int, max_fraction: float) -> int:
+    """How many of ``total`` records one step may lose or touch.
+
+    ``max_fraction`` of them, rounded down, but never fewer than one: with a
+    handful of nodes, one deletion must still be believed. A disruption
+    budget for the clears and the blast-radius limit for Ironic listings.
+    """
+    return max(1, int(total * max_fraction))
+
+
+@dataclasses.dataclass(frozen=True)
+class ListingVerdict:
+    """Whether an Ironic listing can be believed about missing nodes."""
+
+    #: Ironic compute nodes Nova knows (by node UUID).
+    known: int
+    #: How many of those the listing lacks.
+    missing: int
+    #: How many may be missing before the listing is not trusted.
+    allowed: int
+
+    @property
+    def trusted(self) -> bool:
+        """False for an empty listing while Nova knows nodes, or too many gone.
+
+        =====  ==================  =======
+        known  missing             trusted
+        =====  ==================  =======
+        0      0                   yes
+        n > 0  n (empty listing)   no
+        n      <= allowed          yes
+        n      > allowed           no
+        =====  ==================  =======
+        """
+        if self.known and self.missing >= self.known:
+            return False
+        return self.missing <= self.allowed
+
+    def __str__(self) -> str:
+        return (f"the Ironic listing lacks {self.missing} of the "
+                f"{self.known} Ironic compute nodes Nova knows (at most "
+                f"{self.allowed} may be missing)")
+
+
+def listing_verdict(
+    known: Collection[str], listed: Collection[str], max_fraction: float
+) -> ListingVerdict:
+    """Judge a listing: of the node UUIDs Nova ``known``, how many are unlisted.
+
+    Credentials that see only some nodes (Ironic filters by owner or lessee
+    for project scopes) or a missing conductor group give a listing that is
+    complete-looking but partial. Believing it would call every unlisted node
+    deleted: the filters would reject it, the sync would mark it stale and
+    ``stale clear`` would delete its record. ``[drain_filters]
+    ironic_missing_max_fraction`` bounds how much a listing may lack.
+    """
+    listed_set = set(listed)
+    known_set = set(known)
+    missing = len(known_set - listed_set)
+    return ListingVerdict(len(known_set), missing,
+                          allowed_count(len(known_set), max_fraction))
