@@ -250,6 +250,6 @@ class TraitSync:
                     self.ironic.remove_trait(change.uuid, change.trait)
                 return
             except http.ApiError as exc:
-                if exc.status != 409 or attempt == IRONIC_LOCK_RETRIES:
+                if not isinstance(exc, http.Conflict) or attempt == IRONIC_LOCK_RETRIES:
                     raise
                 self.sleep(IRONIC_LOCK_WAIT * (attempt + 1))

@@ -103,6 +103,10 @@ class ComputeClient(http.ServiceClient):
     """Nova's compute API, through a keystoneauth1 Adapter."""
 
     service = "nova"
+    microversion = COMPUTE_VERSION
+    #: The compute endpoint is versioned (``.../v2.1``); its root is the
+    #: version document (nova/api/openstack/compute/versionsV21.py).
+    version_path = "/"
 
     def _pages(self, path: str, key: str,
                params: dict[str, str] | None = None) -> Iterator[Any]:
@@ -159,10 +163,8 @@ class ComputeClient(http.ServiceClient):
         """One instance as Nova has it now, or None if it does not exist."""
         try:
             body = self.get(f"/servers/{uuid}", microversion=COMPUTE_VERSION)
-        except http.ApiError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        except http.NotFound:
+            return None
         return _server(body["server"])
 
     def migrations_in_progress(self) -> list[Migration]:

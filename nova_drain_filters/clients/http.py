@@ -12,10 +12,13 @@
 
 """One typed HTTP layer on keystoneauth1, shared by the scheduler side and CLI.
 
-Every request names its microversion. Errors are mapped here and only here:
-whatever a service, a proxy or the network does, callers get an ``ApiError``
-with a readable one-line message, never a raw ``requests`` or keystoneauth
-exception and never a ``json`` traceback from an HTML error page.
+Every request names its microversion, and each client checks once, before
+its first request, that the service supports the newest microversion it
+pins. Errors are mapped here and only here: whatever a service, a proxy or
+the network does, callers get an ``ApiError`` (or one of its subclasses for
+the cases callers branch on) with a readable one-line message that carries
+the request ID, never a raw ``requests`` or keystoneauth exception and
+never a ``json`` traceback from an HTML error page.
 """
 import html
 import json
@@ -24,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import discover
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
@@ -34,7 +38,11 @@ MAX_MESSAGE = 300
 
 
 class ApiError(Exception):
-    """A request failed; ``status`` is None when no HTTP answer came."""
+    """A request failed; ``status`` is None when no HTTP answer came.
+
+    The message ends with the service's request ID when it sent one, the
+    string an operator pastes into a bug report.
+    """
 
     def __init__(
         self,
@@ -53,7 +61,86 @@ class ApiError(Exception):
         self.request_id = request_id
         where = f"{service} {method} {url}"
         what = f"HTTP {status}: {message}" if status else message
-        super().__init__(f"{where}: {what}")
+        text = f"{where}: {what}"
+        if request_id:
+            text += f" (request-id {request_id})"
+        super().__init__(text)
+
+
+class NotFound(ApiError):
+    """HTTP 404: the resource (or, for Ironic, a node's trait) is not there."""
+
+
+class Conflict(ApiError):
+    """HTTP 409: a generation changed, a node is locked, a resource is in use."""
+
+
+class NoEndpoint(ApiError):
+    """The catalog (or the endpoint override) has no endpoint for the service."""
+
+
+class MicroversionUnsupported(ApiError):
+    """The service does not support the microversion a client pins."""
+
+
+#: The statuses callers branch on, and the type each is raised as.
+_BY_STATUS: dict[int, type[ApiError]] = {404: NotFound, 409: Conflict}
+
+
+def api_error(
+    service: str,
+    method: str,
+    url: str,
+    status: int | None,
+    message: str,
+    request_id: str | None = None,
+) -> ApiError:
+    """The ApiError, of the type callers branch on, for one failed request."""
+    cls = _BY_STATUS.get(status or 0, ApiError)
+    return cls(service, method, url, status, message, request_id)
+
+
+Version = tuple[int, int]
+
+
+def parse_version(text: Any) -> Version:
+    """``"1.61"`` as ``(1, 61)``; TypeError or ValueError if it is not one."""
+    found = discover.normalize_version_number(text)
+    if len(found) < 2:
+        raise ValueError(f"not a microversion: {text!r}")
+    return int(found[0]), int(found[1])
+
+
+def microversion_range(
+    body: Any, major: int
+) -> tuple[Version, Version] | None:
+    """(lowest, highest) microversion of API ``major`` in a version document.
+
+    Reads the three shapes OpenStack services answer: placement's root
+    (``versions[].min_version``/``max_version``, placement/handlers/root.py),
+    Ironic's root (``versions[]`` and ``default_version`` with
+    ``min_version``/``version``, ironic/api/controllers/root.py) and Nova's
+    versioned root (``version`` with ``min_version``/``version``,
+    nova/api/openstack/compute/versionsV21.py). None when it shows none.
+    """
+    entries: list[Mapping[str, Any]] = []
+    if isinstance(body, Mapping):
+        for key in ("version", "default_version"):
+            if isinstance(body.get(key), Mapping):
+                entries.append(body[key])
+        if isinstance(body.get("versions"), list):
+            entries += [v for v in body["versions"] if isinstance(v, Mapping)]
+    best: tuple[Version, Version] | None = None
+    for entry in entries:
+        try:
+            low = parse_version(entry.get("min_version"))
+            high = parse_version(entry.get("max_version")
+                                 or entry.get("version"))
+        except (TypeError, ValueError, OverflowError):
+            continue  # Nova's v2.0 entry: version "" (no microversions)
+        if high[0] == major and (best is None or high > best[1]):
+            best = (low, high)
+    return best
 
 
 def _first_text(value: Any) -> str | None:
@@ -111,11 +198,53 @@ class ServiceClient:
 
     #: Name used in error messages, e.g. ``placement``.
     service = "service"
+    #: The newest microversion the client sends; None: no check.
+    microversion: str | None = None
+    #: The version document, relative to the endpoint the client uses.
+    version_path = "/"
 
     def __init__(self, adapter: ks_adapter.Adapter) -> None:
         self.adapter = adapter
-        #: Requests sent so far, for request-count figures.
+        #: Requests sent so far, for request-count figures (the version
+        #: check included).
         self.requests = 0
+        #: (lowest, highest) microversion, once the check has passed.
+        self.supported: tuple[Version, Version] | None = None
+
+    def check_microversion(self) -> None:
+        """Make sure the service supports ``microversion``; once per client.
+
+        One GET of the version document before the first request. A
+        service too old (or too new) for the pinned microversion raises
+        MicroversionUnsupported here, with both ranges in the message,
+        instead of a 406 on some later call. Only a passed check is kept:
+        after a failure (an unreachable or too old service), the next
+        request checks again, so an upgrade is seen without a restart.
+        """
+        if self.microversion is None or self.supported is not None:
+            return
+        resp = self._send("GET", self.version_path, {"headers": {}})
+        if resp.status_code != 200:
+            raise self._error(resp, "GET", self.version_path)
+        body = self._json(resp, "GET", self.version_path)
+        wanted = parse_version(self.microversion)
+        found = microversion_range(body, wanted[0])
+        where = resp.url or self.version_path
+        if found is None:
+            raise MicroversionUnsupported(
+                self.service, "GET", where, None,
+                f"the version document shows no {wanted[0]}.x microversions; "
+                f"this client needs {self.microversion} (does the endpoint "
+                f"point at the {self.service} API?)", _request_id(resp))
+        low, high = found
+        if not low <= wanted <= high:
+            raise MicroversionUnsupported(
+                self.service, "GET", where, None,
+                f"the service supports microversions "
+                f"{discover.version_to_string(low)} to "
+                f"{discover.version_to_string(high)}; this client needs "
+                f"{self.microversion}", _request_id(resp))
+        self.supported = found
 
     def request(
         self,
@@ -129,46 +258,65 @@ class ServiceClient:
     ) -> tuple[int, Any]:
         """Send one request; return (status, decoded JSON or None).
 
-        Raises ApiError for a status outside ``ok``, a connection failure, a
-        timeout, or a 2xx body that is not JSON.
+        Raises ApiError (NotFound for 404, Conflict for 409, NoEndpoint
+        when there is no endpoint) for a status outside ``ok``, a
+        connection failure, a timeout, or a 2xx body that is not JSON; and
+        MicroversionUnsupported before the first request to a service that
+        does not support ``self.microversion``.
         """
+        self.check_microversion()
         kwargs: dict[str, Any] = {
             "microversion": microversion,
-            "raise_exc": False,
             "headers": dict(headers or {}),
         }
         if json_body is not None:
             kwargs["json"] = json_body
-        self.requests += 1
-        try:
-            resp = self.adapter.request(url, method, **kwargs)
-        except ks_exc.ClientException as exc:
-            # ConnectFailure, ConnectTimeout, EndpointNotFound, auth errors...
-            raise ApiError(self.service, method, url, None,
-                           f"{type(exc).__name__}: {exc}") from None
-        request_id = resp.headers.get(
-            "x-openstack-request-id"
-        ) or resp.headers.get("x-compute-request-id")
+        resp = self._send(method, url, kwargs)
         if resp.status_code not in ok:
-            raise ApiError(
-                self.service, method, url, resp.status_code,
-                error_message(resp.text, resp.headers.get("content-type", "")),
-                request_id,
-            )
+            raise self._error(resp, method, url)
         if not resp.content:
             return resp.status_code, None
+        return resp.status_code, self._json(resp, method, url)
+
+    def _send(self, method: str, url: str, kwargs: dict[str, Any]) -> Any:
+        self.requests += 1
         try:
-            return resp.status_code, resp.json()
+            return self.adapter.request(url, method, raise_exc=False, **kwargs)
+        except ks_exc.CatalogException as exc:
+            # EndpointNotFound, EmptyCatalog: nothing to send the request to.
+            raise NoEndpoint(self.service, method, url, None,
+                             f"{type(exc).__name__}: {exc}") from None
+        except ks_exc.ClientException as exc:
+            # ConnectFailure, ConnectTimeout, auth errors...
+            raise ApiError(self.service, method, url, None,
+                           f"{type(exc).__name__}: {exc}") from None
+
+    def _error(self, resp: Any, method: str, url: str) -> ApiError:
+        return api_error(
+            self.service, method, url, resp.status_code,
+            error_message(resp.text, resp.headers.get("content-type", "")),
+            _request_id(resp))
+
+    def _json(self, resp: Any, method: str, url: str) -> Any:
+        try:
+            return resp.json()
         except ValueError:
             raise ApiError(
                 self.service, method, url, resp.status_code,
                 "response is not JSON: " + error_message(resp.text),
-                request_id,
+                _request_id(resp),
             ) from None
 
     def get(self, url: str, *, microversion: str) -> Any:
         """GET and return the decoded JSON body."""
         return self.request("GET", url, microversion=microversion)[1]
+
+
+def _request_id(resp: Any) -> str | None:
+    """The request ID a service sent (Nova sends it twice; either will do)."""
+    found = (resp.headers.get("x-openstack-request-id")
+             or resp.headers.get("x-compute-request-id"))
+    return str(found) if found else None
 
 
 def adapter_from_conf(

@@ -46,6 +46,8 @@ class PlacementClient(http.ServiceClient):
     """Placement, through a keystoneauth1 Adapter."""
 
     service = "placement"
+    #: The newest microversion any call below sends.
+    microversion = ALLOCATIONS_VERSION
 
     def ensure_trait(self, name: str) -> bool:
         """Create the custom trait if needed; True if it was just created.
@@ -106,10 +108,9 @@ class PlacementClient(http.ServiceClient):
                     microversion=TRAITS_VERSION, json_body=body,
                 )
                 return True
-            except http.ApiError as exc:
-                if exc.status != 409:
-                    raise
-        raise http.ApiError(
+            except http.Conflict:
+                continue
+        raise http.Conflict(
             self.service, "PUT", f"/resource_providers/{rp_uuid}/traits", 409,
             f"provider generation kept changing; gave up after "
             f"{MAX_CONFLICT_RETRIES} attempts",

@@ -182,7 +182,7 @@ class ClearStale(common.ClearCommand):
         try:
             client.placement.delete_provider(rp)
         except http.ApiError as exc:
-            if exc.status == 404:
+            if isinstance(exc, http.NotFound):
                 return "provider already gone"
             raise
         return f"provider deleted ({len(dead)} dead consumer(s) cleared)"

@@ -134,9 +134,10 @@ class TraitSyncTest(testtools.TestCase):
 
         again = self.engine().run()
         self.assertEqual([], again.changes)
-        # Reads only: Ironic's list (3 nodes in pages of 2: 2 requests),
-        # two trait ensures and two required= queries.
-        self.assertEqual(2 + 2 + 2, again.requests)
+        # Reads only: each new client's version check, Ironic's list (3
+        # nodes in pages of 2: 2 requests), two trait ensures and two
+        # required= queries.
+        self.assertEqual(2 + 2 + 2 + 2, again.requests)
 
         # The nodes recover; the traits go, from Ironic and placement.
         self.ironic.set_maintenance(self.nodes["maint"], False)

@@ -86,11 +86,37 @@ class FakePlacement:
         return created
 
 
+def version_document(service_type: str, low: str, high: str) -> Any:
+    """The version document each service answers, in its own shape.
+
+    placement: ``GET /`` (placement/handlers/root.py); baremetal: ``GET /``
+    (ironic/api/controllers/root.py); compute: ``GET /v2.1/``
+    (nova/api/openstack/compute/versionsV21.py).
+    """
+    if service_type == "placement":
+        return {"versions": [{"id": f"v{low}", "status": "CURRENT",
+                              "min_version": low, "max_version": high,
+                              "links": []}]}
+    if service_type == "baremetal":
+        entry = {"id": "v1", "status": "CURRENT", "min_version": low,
+                 "version": high, "links": []}
+        return {"name": "OpenStack Ironic API", "versions": [entry],
+                "default_version": entry}
+    return {"version": {"id": "v2.1", "status": "CURRENT", "version": high,
+                        "min_version": low, "links": []}}
+
+
+#: Requests a client's first use costs before its own: the version check.
+VERSION_CHECK = 1
+
+
 class MockedServiceTestCase(testtools.TestCase):
     """A real keystoneauth Session and Adapter in front of requests_mock.
 
     Subclasses name the client class, its service type and the endpoint;
-    ``self.client`` talks to ``self.mock``.
+    ``self.client`` talks to ``self.mock``, which answers the version
+    document with a range holding the client's microversion (the client's
+    first request is that check: ``self.mock.request_history[0]``).
     """
 
     CLIENT: Any = None
@@ -100,7 +126,17 @@ class MockedServiceTestCase(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
         self.mock = self.useFixture(rm_fixture.Fixture())
+        pinned = getattr(self.CLIENT, "microversion", None)
+        if pinned:
+            major = pinned.split(".")[0]
+            self.mock.get(self.ENDPOINT + "/", json=version_document(
+                self.SERVICE_TYPE, f"{major}.1", f"{major}.99"))
         adapter = ks_adapter.Adapter(ks_session.Session(),
                                      endpoint_override=self.ENDPOINT,
                                      service_type=self.SERVICE_TYPE)
         self.client = self.CLIENT(adapter)
+
+    def api_calls(self) -> list[Any]:
+        """The requests sent, without the version check."""
+        return [r for r in self.mock.request_history
+                if not (r.method == "GET" and r.url == self.ENDPOINT + "/")]

@@ -16,7 +16,9 @@ It answers every request the way ``mode`` says: ``500`` (an HTML error page
 as a proxy sends it), ``slow`` (answers after ``delay`` seconds, past the
 client's timeout), ``garbage`` (200 with a body that is not JSON),
 ``badjson`` (200 JSON of the wrong shape) or ``loop`` (a full page whose
-``next`` link never advances). It runs as its own process (threads would
+``next`` link never advances). In the last two modes the version document
+(``GET /``) is a sound one, so a client gets past its microversion check to
+the node list that misbehaves. It runs as its own process (threads would
 turn green under Nova's eventlet patching in the same test worker), is
 waited for with a bound, and is stopped by its PID.
 """
@@ -36,6 +38,11 @@ from tests.functional.services import ironic_server
 
 MODES = ("500", "slow", "garbage", "badjson", "loop")
 
+#: What Ironic's root answers (ironic/api/controllers/root.py), cut down.
+VERSION_DOCUMENT = {"default_version": {
+    "id": "v1", "status": "CURRENT", "min_version": "1.1", "version": "1.99",
+}}
+
 
 class _Handler(server.BaseHTTPRequestHandler):
     mode = "500"
@@ -54,7 +61,10 @@ class _Handler(server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         with open(os.environ["NDF_HITS_FILE"], "a") as hits:
             hits.write("x")
-        if self.mode == "500":
+        if self.path == "/" and self.mode in ("badjson", "loop"):
+            self._send(200, json.dumps(VERSION_DOCUMENT).encode(),
+                       "application/json")
+        elif self.mode == "500":
             self._send(500, b"<html><body><h1>500 Internal Server Error"
                             b"</h1>upstream failed</body></html>", "text/html")
         elif self.mode == "slow":

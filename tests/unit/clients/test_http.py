@@ -12,9 +12,11 @@
 
 import json
 
+import ddt
 import requests
 import testtools
 from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import noauth
 from keystoneauth1 import session as ks_session
 from requests_mock.contrib import fixture as rm_fixture
 
@@ -97,13 +99,16 @@ class TestErrorMessage(testtools.TestCase):
 class TestApiError(testtools.TestCase):
     def test_str(self) -> None:
         err = http.ApiError("placement", "GET", "/traits", 404, "gone", "req-1")
-        self.assertEqual("placement GET /traits: HTTP 404: gone", str(err))
+        self.assertEqual(
+            "placement GET /traits: HTTP 404: gone (request-id req-1)",
+            str(err))
         self.assertEqual("req-1", err.request_id)
         err = http.ApiError("ironic", "GET", "/v1/nodes", None, "refused")
         self.assertEqual("ironic GET /v1/nodes: refused", str(err))
         self.assertIsNone(err.status)
 
 
+@ddt.ddt
 class TestServiceClient(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
@@ -206,3 +211,34 @@ class TestServiceClient(testtools.TestCase):
                                 microversion="1.6")
         self.assertEqual(200, exc.status)
         self.assertEqual("response is not JSON: Login portal", exc.message)
+
+    @ddt.data((404, http.NotFound), (409, http.Conflict),
+              (400, http.ApiError), (500, http.ApiError))
+    @ddt.unpack
+    def test_error_type_by_status(self, status: int,
+                                  kind: type[http.ApiError]) -> None:
+        self.mock.get(ENDPOINT + "/x", status_code=status, text="no",
+                      headers={"x-openstack-request-id": "req-7"})
+        exc = self.assertRaises(http.ApiError, self.client.get, "/x",
+                                microversion="1.6")
+        self.assertIs(kind, type(exc))
+        self.assertEqual((status, "no", "req-7"),
+                         (exc.status, exc.message, exc.request_id))
+        self.assertEqual(f"placement GET /x: HTTP {status}: no "
+                         "(request-id req-7)", str(exc))
+
+    def test_no_request_id_no_suffix(self) -> None:
+        self.mock.get(ENDPOINT + "/x", status_code=409, text="busy")
+        exc = self.assertRaises(http.Conflict, self.client.get, "/x",
+                                microversion="1.6")
+        self.assertEqual("placement GET /x: HTTP 409: busy", str(exc))
+
+    def test_no_endpoint_in_the_catalog(self) -> None:
+        adapter = ks_adapter.Adapter(ks_session.Session(auth=noauth.NoAuth()),
+                                     service_type="placement")
+        client = http.ServiceClient(adapter)
+        exc = self.assertRaises(http.NoEndpoint, client.get, "/x",
+                                microversion="1.6")
+        self.assertIsNone(exc.status)
+        self.assertIn("EndpointNotFound", exc.message)
+        self.assertEqual(0, self.mock.call_count)

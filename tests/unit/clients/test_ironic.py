@@ -15,6 +15,7 @@ import json
 from typing import Any
 from urllib import parse
 
+import ddt
 import testtools
 
 from nova_drain_filters import traits
@@ -25,7 +26,8 @@ from tests.unit import fakes
 ENDPOINT = "http://ironic.example"
 NODES = ENDPOINT + "/v1/nodes"
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
-TRAIT_URL = f"{NODES}/{NODE}/traits/{traits.BAREMETAL_UNAVAILABLE}"
+NODE_TRAITS = f"{NODES}/{NODE}/traits"
+TRAIT_URL = f"{NODE_TRAITS}/{traits.BAREMETAL_UNAVAILABLE}"
 
 
 def uuids(count: int, start: int = 0) -> list[str]:
@@ -70,7 +72,7 @@ class IronicTestCase(fakes.MockedServiceTestCase):
         self.mock.get(NODES, json=answer)
 
     def sent(self) -> list[dict[str, str]]:
-        return [query(r) for r in self.mock.request_history]
+        return [query(r) for r in self.api_calls()]
 
 
 class TestListNodes(IronicTestCase):
@@ -80,15 +82,15 @@ class TestListNodes(IronicTestCase):
                     page(ids[4:], False)])
         nodes = self.client.list_nodes(2)
         self.assertEqual(ids, [n.uuid for n in nodes])
-        self.assertEqual(3, self.mock.call_count)
-        self.assertEqual(3, self.client.requests)
+        self.assertEqual(3, len(self.api_calls()))
+        self.assertEqual(fakes.VERSION_CHECK + 3, self.client.requests)
         sent = self.sent()
         self.assertEqual([None, ids[1], ids[3]],
                          [q.get("marker") for q in sent])
         for q in sent:
             self.assertEqual("2", q["limit"])
             self.assertEqual(",".join(ironic.NODE_FIELDS), q["fields"])
-        for request in self.mock.request_history:
+        for request in self.api_calls():
             self.assertEqual("GET", request.method)
             self.assertEqual(
                 "1.61", request.headers["X-OpenStack-Ironic-API-Version"])
@@ -108,10 +110,10 @@ class TestListNodes(IronicTestCase):
         self.serve([page(ids[0:2], True), page(ids[2:], False)])
         pages = self.client.iter_node_pages(2)
         self.assertEqual(ids[0:2], [n.uuid for n in next(pages)])
-        self.assertEqual(1, self.client.requests)
+        self.assertEqual(fakes.VERSION_CHECK + 1, self.client.requests)
         self.assertEqual(ids[2:], [n.uuid for n in next(pages)])
         self.assertEqual([], list(pages))
-        self.assertEqual(2, self.client.requests)
+        self.assertEqual(fakes.VERSION_CHECK + 2, self.client.requests)
 
     def test_server_caps_the_limit(self) -> None:
         ids = uuids(2500)
@@ -119,7 +121,7 @@ class TestListNodes(IronicTestCase):
                     page(ids[2000:], False)])
         nodes = self.client.list_nodes(5000)
         self.assertEqual(ids, [n.uuid for n in nodes])
-        self.assertEqual(3, self.client.requests)
+        self.assertEqual(fakes.VERSION_CHECK + 3, self.client.requests)
         self.assertEqual(["5000"] * 3, [q["limit"] for q in self.sent()])
         self.assertEqual([None, ids[999], ids[1999]],
                          [q.get("marker") for q in self.sent()])
@@ -128,17 +130,17 @@ class TestListNodes(IronicTestCase):
         ids = uuids(2)
         self.serve([page(ids, False)])
         self.assertEqual(ids, [n.uuid for n in self.client.list_nodes(2)])
-        self.assertEqual(1, self.mock.call_count)
+        self.assertEqual(1, len(self.api_calls()))
 
     def test_empty_first_page(self) -> None:
         self.mock.get(NODES, json={"nodes": []})
         self.assertEqual([], self.client.list_nodes(1000))
-        self.assertEqual(1, self.client.requests)
+        self.assertEqual(fakes.VERSION_CHECK + 1, self.client.requests)
 
     def test_empty_page_with_next_stops(self) -> None:
         self.mock.get(NODES, json={"nodes": [], "next": NODES + "?marker=x"})
         self.assertEqual([], self.client.list_nodes(1000))
-        self.assertEqual(1, self.mock.call_count)
+        self.assertEqual(1, len(self.api_calls()))
 
     def test_node_without_uuid(self) -> None:
         self.mock.get(NODES, json={"nodes": [{"uuid": NODE},
@@ -165,7 +167,7 @@ class TestListNodes(IronicTestCase):
         self.mock.get(NODES, json=page(ids, True))
         exc = self.assertRaises(http.ApiError, self.client.list_nodes, 2)
         self.assertEqual("pagination marker did not advance", exc.message)
-        self.assertEqual(2, self.mock.call_count)
+        self.assertEqual(2, len(self.api_calls()))
         self.assertEqual(ids[1], self.sent()[1]["marker"])
 
     def test_server_error_html(self) -> None:
@@ -177,7 +179,7 @@ class TestListNodes(IronicTestCase):
         self.assertEqual(500, exc.status)
         self.assertEqual("500 Internal Server Error", exc.message)
         self.assertTrue(str(exc).startswith("ironic GET /v1/nodes?"))
-        self.assertEqual(1, self.client.requests)
+        self.assertEqual(fakes.VERSION_CHECK + 1, self.client.requests)
 
     def test_error_on_a_later_page(self) -> None:
         ids = uuids(2)
@@ -185,9 +187,10 @@ class TestListNodes(IronicTestCase):
                               {"status_code": 503, "text": "Unavailable"}])
         exc = self.assertRaises(http.ApiError, self.client.list_nodes, 2)
         self.assertEqual(503, exc.status)
-        self.assertEqual(2, self.client.requests)
+        self.assertEqual(fakes.VERSION_CHECK + 2, self.client.requests)
 
 
+@ddt.ddt
 class TestTraits(IronicTestCase):
     def test_add_trait(self) -> None:
         self.mock.put(TRAIT_URL, status_code=204)
@@ -198,13 +201,13 @@ class TestTraits(IronicTestCase):
         self.assertEqual("1.61",
                          sent.headers["X-OpenStack-Ironic-API-Version"])
         self.assertIsNone(sent.body)
-        self.assertEqual(1, self.client.requests)
+        self.assertEqual(fakes.VERSION_CHECK + 1, self.client.requests)
 
     def test_add_trait_conflict(self) -> None:
         self.mock.put(TRAIT_URL, status_code=409, json=ironic_error(
             f"Node {NODE} is locked by host c1, please retry after the "
             "current operation is completed."))
-        exc = self.assertRaises(http.ApiError, self.client.add_trait, NODE,
+        exc = self.assertRaises(http.Conflict, self.client.add_trait, NODE,
                                 traits.BAREMETAL_UNAVAILABLE)
         self.assertEqual(409, exc.status)
         self.assertIn("is locked by host c1", exc.message)
@@ -218,37 +221,56 @@ class TestTraits(IronicTestCase):
                          sent.headers["X-OpenStack-Ironic-API-Version"])
 
     def test_remove_trait_already_gone(self) -> None:
-        # Ironic's own NodeTraitNotFound wording is the only 404 accepted.
+        # NodeTraitNotFound: a 404 like a missing node's; the node answers.
         self.mock.delete(TRAIT_URL, status_code=404, json=ironic_error(
             f"Node {NODE} doesn't have a trait "
             f"'{traits.BAREMETAL_UNAVAILABLE}'"))
+        self.mock.get(NODE_TRAITS, json={"traits": ["CUSTOM_OTHER"]})
         self.assertIsNone(self.client.remove_trait(
             NODE, traits.BAREMETAL_UNAVAILABLE))
-        self.assertEqual(1, self.client.requests)
-
-    def test_remove_trait_proxy_404_is_an_error(self) -> None:
-        self.mock.delete(TRAIT_URL, status_code=404, text=(
-            f"<html><body>404: /v1/nodes/{NODE}/traits/"
-            f"{traits.BAREMETAL_UNAVAILABLE} not found</body></html>"))
-        exc = self.assertRaises(http.ApiError, self.client.remove_trait, NODE,
-                                traits.BAREMETAL_UNAVAILABLE)
-        self.assertEqual(404, exc.status)
+        self.assertEqual(fakes.VERSION_CHECK + 2, self.client.requests)
 
     def test_remove_trait_node_not_found(self) -> None:
-        self.mock.delete(TRAIT_URL, status_code=404,
-                         json=ironic_error(f"Node {NODE} could not be found."))
-        exc = self.assertRaises(http.ApiError, self.client.remove_trait, NODE,
+        gone = ironic_error(f"Node {NODE} could not be found.")
+        self.mock.delete(TRAIT_URL, status_code=404, json=gone)
+        self.mock.get(NODE_TRAITS, status_code=404, json=gone,
+                      headers={"x-openstack-request-id": "req-gone"})
+        exc = self.assertRaises(http.NotFound, self.client.remove_trait, NODE,
                                 traits.BAREMETAL_UNAVAILABLE)
         self.assertEqual(404, exc.status)
         self.assertEqual(f"Node {NODE} could not be found.", exc.message)
+        self.assertIn("(request-id req-gone)", str(exc))
 
-    def test_remove_trait_other_errors(self) -> None:
-        for status in (400, 409, 500):
-            self.mock.delete(TRAIT_URL, status_code=status,
-                             json=ironic_error("trait operation failed"))
-            exc = self.assertRaises(http.ApiError, self.client.remove_trait,
-                                    NODE, traits.BAREMETAL_UNAVAILABLE)
-            self.assertEqual(status, exc.status)
+    def test_remove_trait_proxy_404_is_an_error(self) -> None:
+        page = (f"<html><body>404: /v1/nodes/{NODE} not found</body></html>")
+        self.mock.delete(TRAIT_URL, status_code=404, text=page)
+        self.mock.get(NODE_TRAITS, status_code=404, text=page)
+        exc = self.assertRaises(http.NotFound, self.client.remove_trait, NODE,
+                                traits.BAREMETAL_UNAVAILABLE)
+        self.assertEqual(404, exc.status)
+
+    def test_remove_trait_put_back_in_between_is_an_error(self) -> None:
+        self.mock.delete(TRAIT_URL, status_code=404, json=ironic_error(
+            f"Node {NODE} doesn't have a trait "
+            f"'{traits.BAREMETAL_UNAVAILABLE}'"))
+        self.mock.get(NODE_TRAITS,
+                      json={"traits": [traits.BAREMETAL_UNAVAILABLE]})
+        exc = self.assertRaises(http.NotFound, self.client.remove_trait, NODE,
+                                traits.BAREMETAL_UNAVAILABLE)
+        self.assertEqual("DELETE", exc.method)
+
+    @ddt.data((400, http.ApiError), (409, http.Conflict),
+              (500, http.ApiError))
+    @ddt.unpack
+    def test_remove_trait_other_errors(self, status: int,
+                                       kind: type[http.ApiError]) -> None:
+        self.mock.delete(TRAIT_URL, status_code=status,
+                         json=ironic_error("trait operation failed"))
+        exc = self.assertRaises(http.ApiError, self.client.remove_trait,
+                                NODE, traits.BAREMETAL_UNAVAILABLE)
+        self.assertIs(kind, type(exc))
+        self.assertEqual(status, exc.status)
+        self.assertEqual(fakes.VERSION_CHECK + 1, self.client.requests)
 
 
 class TestNodeFacts(testtools.TestCase):

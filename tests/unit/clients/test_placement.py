@@ -32,7 +32,7 @@ class PlacementTestCase(fakes.MockedServiceTestCase):
     ENDPOINT = ENDPOINT
 
     def puts(self) -> list[Any]:
-        return [r for r in self.mock.request_history if r.method == "PUT"]
+        return [r for r in self.api_calls() if r.method == "PUT"]
 
 
 class TestTraits(PlacementTestCase):
@@ -60,13 +60,13 @@ class TestTraits(PlacementTestCase):
         found = self.client.existing_traits(["CUSTOM_B", "CUSTOM_A",
                                              "CUSTOM_B"])
         self.assertEqual({"CUSTOM_B"}, found)
-        self.assertEqual(1, self.mock.call_count)
+        self.assertEqual(1, len(self.api_calls()))
         self.assertTrue(self.mock.last_request.url.endswith(
             "/traits?name=in:CUSTOM_A,CUSTOM_B"), self.mock.last_request.url)
 
     def test_existing_traits_empty_asks_nothing(self) -> None:
         self.assertEqual(set(), self.client.existing_traits([]))
-        self.assertEqual(0, self.mock.call_count)
+        self.assertEqual(0, len(self.api_calls()))
 
     def test_provider_traits(self) -> None:
         self.mock.get(RP_TRAITS, **traits_body({"CUSTOM_A", "HW_CPU_X86_AVX"},
@@ -143,7 +143,7 @@ class TestUpdateProviderTraits(PlacementTestCase):
         self.assertEqual(409, exc.status)
         self.assertIn(str(placement.MAX_CONFLICT_RETRIES), exc.message)
         self.assertEqual(placement.MAX_CONFLICT_RETRIES, len(self.puts()))
-        gets = [r for r in self.mock.request_history if r.method == "GET"]
+        gets = [r for r in self.api_calls() if r.method == "GET"]
         self.assertEqual(placement.MAX_CONFLICT_RETRIES, len(gets))
 
     def test_other_error_propagates(self) -> None:
