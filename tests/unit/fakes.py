@@ -17,11 +17,19 @@ from typing import Any
 import testtools
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
+from nova.scheduler import host_manager
 from requests_mock.contrib import fixture as rm_fixture
 
 
-class FakeHostState:
-    """The HostState attributes the drain filters read."""
+class FakeHostState(host_manager.HostState):
+    """Nova's own HostState, with what the drain filters read filled in.
+
+    Built on the real type, as nova/tests/unit/scheduler/fakes.py does, and
+    stricter: a field is set only where ``HostState.__init__`` defines it
+    and the service dict goes in through ``HostState.update`` (which wraps
+    it read-only as the scheduler does), so a field Nova renames breaks a
+    unit test, not production.
+    """
 
     def __init__(
         self,
@@ -32,12 +40,14 @@ class FakeHostState:
         hypervisor_type: str = "QEMU",
         **service: Any,
     ) -> None:
-        self.host = host
-        self.nodename = nodename or host
-        self.uuid = uuid or f"uuid-{self.host}-{self.nodename}"
-        self.updated = updated
-        self.hypervisor_type = hypervisor_type
-        self.service = {
+        super().__init__(host, nodename or host, None)
+        fields = {"uuid": uuid or f"uuid-{host}-{self.nodename}",
+                  "updated": updated, "hypervisor_type": hypervisor_type}
+        for name, value in fields.items():
+            if not hasattr(self, name):
+                raise AttributeError(f"nova's HostState has no {name!r}")
+            setattr(self, name, value)
+        record = {
             "host": host,
             "binary": "nova-compute",
             "disabled": False,
@@ -47,10 +57,7 @@ class FakeHostState:
             "created_at": None,
             "updated_at": None,
         }
-        self.service.update(service)
-
-    def __repr__(self) -> str:
-        return f"({self.host}, {self.nodename})"
+        self.update(service=dict(record, **service))
 
 
 class FakeClock:
