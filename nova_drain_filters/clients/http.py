@@ -87,17 +87,9 @@ class MicroversionUnsupported(ApiError):
 _BY_STATUS: dict[int, type[ApiError]] = {404: NotFound, 409: Conflict}
 
 
-def api_error(
-    service: str,
-    method: str,
-    url: str,
-    status: int | None,
-    message: str,
-    request_id: str | None = None,
-) -> ApiError:
-    """The ApiError, of the type callers branch on, for one failed request."""
-    cls = _BY_STATUS.get(status or 0, ApiError)
-    return cls(service, method, url, status, message, request_id)
+def error_type(status: int | None) -> type[ApiError]:
+    """The ApiError subclass a failed request with ``status`` is raised as."""
+    return _BY_STATUS.get(status or 0, ApiError)
 
 
 Version = tuple[int, int]
@@ -292,7 +284,7 @@ class ServiceClient:
                            f"{type(exc).__name__}: {exc}") from None
 
     def _error(self, resp: Any, method: str, url: str) -> ApiError:
-        return api_error(
+        return error_type(resp.status_code)(
             self.service, method, url, resp.status_code,
             error_message(resp.text, resp.headers.get("content-type", "")),
             _request_id(resp))

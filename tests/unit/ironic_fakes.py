@@ -31,7 +31,7 @@ def ironic_node(uuid: str = "node-1", **kw: Any) -> decisions.IronicNodeFacts:
 
 def api_error(status: int | None, message: str = "boom",
               service: str = "ironic") -> http.ApiError:
-    return http.api_error(service, "PUT", "/x", status, message)
+    return http.error_type(status)(service, "PUT", "/x", status, message)
 
 
 class FakeIronicClient:

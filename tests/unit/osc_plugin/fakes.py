@@ -68,7 +68,7 @@ class FakeApp:
 
 def api_error(status: int = 500, service: str = "placement",
               method: str = "DELETE", url: str = "/x") -> http.ApiError:
-    return http.api_error(service, method, url, status, "boom")
+    return http.error_type(status)(service, method, url, status, "boom")
 
 
 class CommandTestCase(testtools.TestCase):
