@@ -13,6 +13,7 @@
 import datetime
 import itertools
 
+import ddt
 import testtools
 
 from nova_drain_filters import decisions
@@ -84,6 +85,7 @@ class TestReason(testtools.TestCase):
                                  decisions.Reason(RC.SERVICE_FORCED_DOWN)]))
 
 
+@ddt.ddt
 class TestServiceReasons(testtools.TestCase):
     def test_up_and_enabled(self) -> None:
         self.assertEqual([], decisions.service_reasons(svc(), NOW))
@@ -94,19 +96,19 @@ class TestServiceReasons(testtools.TestCase):
         self.assertEqual([decisions.Reason(RC.SERVICE_DISABLED, "rack swap")],
                          reasons)
 
-    def test_disabled_without_reason(self) -> None:
-        for why in (None, ""):
-            reasons = decisions.service_reasons(
-                svc(disabled=True, disabled_reason=why), NOW)
-            self.assertEqual([decisions.Reason(RC.SERVICE_DISABLED)], reasons)
-            self.assertEqual("service disabled", str(reasons[0]))
+    @ddt.data(None, "")
+    def test_disabled_without_reason(self, why: str | None) -> None:
+        reasons = decisions.service_reasons(
+            svc(disabled=True, disabled_reason=why), NOW)
+        self.assertEqual([decisions.Reason(RC.SERVICE_DISABLED)], reasons)
+        self.assertEqual("service disabled", str(reasons[0]))
 
-    def test_forced_down(self) -> None:
+    @ddt.data(False, True)
+    def test_forced_down(self, is_up: bool) -> None:
         # Nova's servicegroup counts forced_down as down: one reason only.
-        for is_up in (False, True):
-            reasons = decisions.service_reasons(
-                svc(forced_down=True, is_up=is_up), NOW)
-            self.assertEqual([RC.SERVICE_FORCED_DOWN], codes(reasons))
+        reasons = decisions.service_reasons(
+            svc(forced_down=True, is_up=is_up), NOW)
+        self.assertEqual([RC.SERVICE_FORCED_DOWN], codes(reasons))
 
     def test_down_with_last_seen(self) -> None:
         seen = NOW - datetime.timedelta(seconds=125)

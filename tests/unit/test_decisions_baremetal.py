@@ -11,6 +11,7 @@
 # under the License.
 
 """baremetal_reasons, the baremetal reason codes and is_ironic."""
+import ddt
 import testtools
 
 from nova_drain_filters import decisions
@@ -28,23 +29,22 @@ def details(n: decisions.IronicNodeFacts) -> list[str]:
     return [r.detail for r in reasons]
 
 
+@ddt.ddt
 class TestBaremetalReasons(testtools.TestCase):
     def test_available_node_is_usable(self) -> None:
         self.assertEqual([], decisions.baremetal_reasons(node()))
 
-    def test_power_off_and_power_on_are_fine(self) -> None:
-        for power in ("power off", "power on"):
-            self.assertEqual(
-                [], decisions.baremetal_reasons(node(power_state=power)),
-                power)
+    @ddt.data("power off", "power on")
+    def test_power_off_and_power_on_are_fine(self, power: str) -> None:
+        self.assertEqual(
+            [], decisions.baremetal_reasons(node(power_state=power)))
 
-    def test_every_other_provision_state(self) -> None:
-        for state in ("clean wait", "cleaning", "manageable", "enroll",
-                      "active", "deploying", "deploy failed", "clean failed",
-                      "inspecting", "rescue", "error", "adopting",
-                      "AVAILABLE", ""):
-            self.assertEqual([f"provision_state={state}"],
-                             details(node(provision_state=state)), state)
+    @ddt.data("clean wait", "cleaning", "manageable", "enroll", "active",
+              "deploying", "deploy failed", "clean failed", "inspecting",
+              "rescue", "error", "adopting", "AVAILABLE", "")
+    def test_every_other_provision_state(self, state: str) -> None:
+        self.assertEqual([f"provision_state={state}"],
+                         details(node(provision_state=state)))
 
     def test_provision_state_none(self) -> None:
         self.assertEqual(["provision_state=None"],
@@ -173,11 +173,12 @@ class TestBaremetalCodes(testtools.TestCase):
         self.assertEqual(traits.STALE_NODE, reason.trait)
 
 
+@ddt.ddt
 class TestIsIronic(testtools.TestCase):
     def test_ironic(self) -> None:
         self.assertIs(True, decisions.is_ironic("ironic"))
         self.assertEqual("ironic", decisions.IRONIC_HYPERVISOR_TYPE)
 
-    def test_not_ironic(self) -> None:
-        for htype in (None, "", "QEMU", "kvm", "Ironic", "ironic ", "vmware"):
-            self.assertIs(False, decisions.is_ironic(htype), htype)
+    @ddt.data(None, "", "QEMU", "kvm", "Ironic", "ironic ", "vmware")
+    def test_not_ironic(self, htype: str | None) -> None:
+        self.assertIs(False, decisions.is_ironic(htype))

@@ -187,22 +187,17 @@ class TestServiceClient(testtools.TestCase):
                                 "/x", microversion="1.6", ok=(201, 204))
         self.assertEqual(200, exc.status)
 
-    def test_connection_error(self) -> None:
-        self.mock.get(ENDPOINT + "/x",
-                      exc=requests.exceptions.ConnectionError("refused"))
+    @ddt.data((requests.exceptions.ConnectionError("refused"), "ConnectFailure"),
+              (requests.exceptions.ConnectTimeout("slow"), "ConnectTimeout"))
+    @ddt.unpack
+    def test_no_answer(self, error: Exception, name: str) -> None:
+        self.mock.get(ENDPOINT + "/x", exc=error)
         exc = self.assertRaises(http.ApiError, self.client.get, "/x",
                                 microversion="1.6")
+        self.assertIs(http.ApiError, type(exc))
         self.assertIsNone(exc.status)
-        self.assertIn("ConnectFailure", exc.message)
+        self.assertIn(name, exc.message)
         self.assertNotIn("HTTP", str(exc))
-
-    def test_timeout(self) -> None:
-        self.mock.get(ENDPOINT + "/x",
-                      exc=requests.exceptions.ConnectTimeout("slow"))
-        exc = self.assertRaises(http.ApiError, self.client.get, "/x",
-                                microversion="1.6")
-        self.assertIsNone(exc.status)
-        self.assertIn("ConnectTimeout", exc.message)
 
     def test_non_json_success_body(self) -> None:
         self.mock.get(ENDPOINT + "/x", status_code=200,

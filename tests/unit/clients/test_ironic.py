@@ -75,20 +75,25 @@ class IronicTestCase(fakes.MockedServiceTestCase):
         return [query(r) for r in self.api_calls()]
 
 
+@ddt.ddt
 class TestListNodes(IronicTestCase):
-    def test_three_pages(self) -> None:
-        ids = uuids(5)
-        self.serve([page(ids[0:2], True), page(ids[2:4], True),
-                    page(ids[4:], False)])
-        nodes = self.client.list_nodes(2)
+    @ddt.data((5, 2, 2), (2500, 5000, 1000))
+    @ddt.unpack
+    def test_pages(self, count: int, asked: int, served: int) -> None:
+        """``served`` nodes a page (Ironic caps ``limit`` at its max_limit)."""
+        ids = uuids(count)
+        chunks = [ids[i:i + served] for i in range(0, count, served)]
+        self.serve([page(c, i < len(chunks) - 1)
+                    for i, c in enumerate(chunks)])
+        nodes = self.client.list_nodes(asked)
         self.assertEqual(ids, [n.uuid for n in nodes])
         self.assertEqual(3, len(self.api_calls()))
         self.assertEqual(fakes.VERSION_CHECK + 3, self.client.requests)
         sent = self.sent()
-        self.assertEqual([None, ids[1], ids[3]],
+        self.assertEqual([None] + [c[-1] for c in chunks[:-1]],
                          [q.get("marker") for q in sent])
         for q in sent:
-            self.assertEqual("2", q["limit"])
+            self.assertEqual(str(asked), q["limit"])
             self.assertEqual(",".join(ironic.NODE_FIELDS), q["fields"])
         for request in self.api_calls():
             self.assertEqual("GET", request.method)
@@ -114,17 +119,6 @@ class TestListNodes(IronicTestCase):
         self.assertEqual(ids[2:], [n.uuid for n in next(pages)])
         self.assertEqual([], list(pages))
         self.assertEqual(fakes.VERSION_CHECK + 2, self.client.requests)
-
-    def test_server_caps_the_limit(self) -> None:
-        ids = uuids(2500)
-        self.serve([page(ids[0:1000], True), page(ids[1000:2000], True),
-                    page(ids[2000:], False)])
-        nodes = self.client.list_nodes(5000)
-        self.assertEqual(ids, [n.uuid for n in nodes])
-        self.assertEqual(fakes.VERSION_CHECK + 3, self.client.requests)
-        self.assertEqual(["5000"] * 3, [q["limit"] for q in self.sent()])
-        self.assertEqual([None, ids[999], ids[1999]],
-                         [q.get("marker") for q in self.sent()])
 
     def test_full_last_page_without_next_stops(self) -> None:
         ids = uuids(2)
@@ -155,11 +149,11 @@ class TestListNodes(IronicTestCase):
         self.mock.get(NODES, json={"nodes": [{"uuid": None}]})
         self.assertRaises(http.ApiError, self.client.list_nodes, 10)
 
-    def test_body_without_nodes(self) -> None:
-        for body in ({"error": "x"}, [], {"nodes": None}, {"nodes": ["x"]}):
-            self.mock.get(NODES, json=body)
-            exc = self.assertRaises(http.ApiError, self.client.list_nodes, 10)
-            self.assertIn("malformed node list", exc.message, body)
+    @ddt.data({"error": "x"}, [], {"nodes": None}, {"nodes": ["x"]})
+    def test_body_without_nodes(self, body: Any) -> None:
+        self.mock.get(NODES, json=body)
+        exc = self.assertRaises(http.ApiError, self.client.list_nodes, 10)
+        self.assertIn("malformed node list", exc.message)
 
     def test_marker_not_advancing(self) -> None:
         ids = uuids(2)

@@ -12,6 +12,8 @@
 
 from typing import Any
 
+import ddt
+
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import placement
 from tests.unit import fakes
@@ -75,6 +77,7 @@ class TestTraits(PlacementTestCase):
                          self.client.provider_traits(RP))
 
 
+@ddt.ddt
 class TestUpdateProviderTraits(PlacementTestCase):
     def test_nothing_to_change(self) -> None:
         self.mock.get(RP_TRAITS, **traits_body({"CUSTOM_A", "HW_X"}, 3))
@@ -146,22 +149,19 @@ class TestUpdateProviderTraits(PlacementTestCase):
         gets = [r for r in self.api_calls() if r.method == "GET"]
         self.assertEqual(placement.MAX_CONFLICT_RETRIES, len(gets))
 
-    def test_other_error_propagates(self) -> None:
-        self.mock.get(RP_TRAITS, **traits_body(set(), 1))
-        self.mock.put(RP_TRAITS, status_code=400,
-                      json={"errors": [{"detail": "No such trait(s)"}]})
+    @ddt.data(("PUT", 400, "No such trait(s)", 1),
+              ("GET", 404, "No resource provider", 0))
+    @ddt.unpack
+    def test_other_error_propagates(self, method: str, status: int,
+                                    detail: str, puts: int) -> None:
+        error = {"status_code": status,
+                 "json": {"errors": [{"detail": detail}]}}
+        self.mock.get(RP_TRAITS, **(error if method == "GET"
+                                    else traits_body(set(), 1)))
+        self.mock.put(RP_TRAITS, **error)
         exc = self.assertRaises(http.ApiError,
                                 self.client.update_provider_traits, RP,
                                 add=["CUSTOM_A"])
-        self.assertEqual(400, exc.status)
-        self.assertEqual("No such trait(s)", exc.message)
-        self.assertEqual(1, len(self.puts()))
-
-    def test_read_error_propagates(self) -> None:
-        self.mock.get(RP_TRAITS, status_code=404,
-                      json={"errors": [{"detail": "No resource provider"}]})
-        exc = self.assertRaises(http.ApiError,
-                                self.client.update_provider_traits, RP,
-                                remove=["CUSTOM_A"])
-        self.assertEqual(404, exc.status)
-        self.assertEqual([], self.puts())
+        self.assertEqual((method, status, detail),
+                         (exc.method, exc.status, exc.message))
+        self.assertEqual(puts, len(self.puts()))
