@@ -18,25 +18,17 @@ Ironic stopped and with a loopback peer that answers 500, too slowly, or
 with garbage.
 """
 import testtools
-from keystoneauth1 import adapter as ks_adapter
-from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
 from nova_drain_filters import ironic_view
-from nova_drain_filters.clients import ironic
+from tests.functional.product_clients import ironic_client
 from tests.functional.services import broken_server
 from tests.functional.services import ironic_server
 
 CONF = cfg.CONF
-
-
-def ironic_client(url: str, timeout: float = 10.0) -> ironic.IronicClient:
-    session = ks_session.Session(timeout=timeout)
-    return ironic.IronicClient(ks_adapter.Adapter(
-        session, endpoint_override=url, service_type="baremetal"))
 
 
 class Clock:

@@ -19,26 +19,18 @@ itself and writes both.
 from typing import Any
 
 import testtools
-from keystoneauth1 import adapter as ks_adapter
-from keystoneauth1 import session as ks_session
 
 from nova_drain_filters import decisions
 from nova_drain_filters import sync
 from nova_drain_filters import traits
 from nova_drain_filters.clients import placement
+from tests.functional.product_clients import ironic_client
+from tests.functional.product_clients import placement_client
 from tests.functional.services import ironic_server
 from tests.functional.services import placement_server
-from tests.functional.test_ironic_view import ironic_client
 
 BM = traits.BAREMETAL_UNAVAILABLE
 STALE = traits.STALE_NODE
-
-
-def placement_client(url: str) -> placement.PlacementClient:
-    adapter = ks_adapter.Adapter(
-        ks_session.Session(), endpoint_override=url, service_type="placement",
-        additional_headers={"X-Auth-Token": "admin"})
-    return placement.PlacementClient(adapter)
 
 
 class ConcurrentWriter(placement.PlacementClient):
