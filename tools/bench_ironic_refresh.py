@@ -38,6 +38,7 @@ import statistics
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -55,7 +56,7 @@ from nova_drain_filters.clients import http
 from nova_drain_filters.clients import ironic
 
 if TYPE_CHECKING:
-    from tests.functional.services import ironic_server
+    from tests.functional.services import ironic_client as ironic_test_client
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONF = cfg.CONF
@@ -72,12 +73,21 @@ CREATE_RETRIES = 3
 
 
 def load_ironic_server() -> Any:
-    """Import the test server module; ``tests`` lives at the repository root."""
+    """The test Ironic server, its test client and the process errors.
+
+    Imported here because ``tests`` lives at the repository root.
+    """
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(0, str(REPO_ROOT))
+    from tests.functional.services import ironic_client as test_client
     from tests.functional.services import ironic_server
+    from tests.functional.services import process
 
-    return ironic_server
+    return types.SimpleNamespace(
+        IronicServer=ironic_server.IronicServer,
+        IronicTestClient=test_client.IronicTestClient,
+        ServiceAPIError=process.ServiceAPIError,
+        ServiceStartError=process.ServiceStartError)
 
 
 def ironic_client(url: str) -> ironic.IronicClient:
@@ -96,7 +106,7 @@ def _create_chunk(
     srv: Any, url: str, names: list[str], deadline: float,
     out: list[str], errors: list[str], lock: threading.Lock,
 ) -> None:
-    client: ironic_server.IronicTestClient = srv.IronicTestClient(
+    client: ironic_test_client.IronicTestClient = srv.IronicTestClient(
         url, timeout=REQUEST_TIMEOUT)
     try:
         for name in names:
@@ -347,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
         client = ironic_client(server.url)
         client.get("/v1/nodes?limit=1&fields=uuid",  # connect, warm caches
                    microversion=ironic.IRONIC_VERSION)
+        print(f"warm-up: {client.requests} requests (the client's one "
+              f"microversion check, then one node)", flush=True)
         max_page = page_length(client, PROBE_LIMIT)
         sample = random.Random(42).sample(uuids, args.sample)
         naive = measure_naive(client, sample)

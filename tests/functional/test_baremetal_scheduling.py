@@ -22,6 +22,7 @@ import time
 
 from tests.functional import base
 from tests.functional import fake_ironic_driver
+from tests.functional.services import ironic_client
 from tests.functional.services import ironic_server
 
 REFRESH = 1
@@ -39,7 +40,7 @@ class BaremetalTestBase(base.DrainTestBase):
         server = self.useFixture(ironic_server.IronicServerFixture())
         self.ironic_fixture = server
         self.ironic_url = server.url
-        self.ironic = ironic_server.IronicTestClient(server.url)
+        self.ironic = ironic_client.IronicTestClient(server.url)
         self.addCleanup(self.ironic.close)
         self.nodes = {name: self._prepare(name, how)
                       for name, how in self.NODES.items()}

@@ -24,8 +24,9 @@ from oslo_config import fixture as config_fixture
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
 from nova_drain_filters import ironic_view
-from tests.functional.product_clients import ironic_client
+from tests.functional import product_clients
 from tests.functional.services import broken_server
+from tests.functional.services import ironic_client
 from tests.functional.services import ironic_server
 
 CONF = cfg.CONF
@@ -49,8 +50,9 @@ class ViewTestBase(testtools.TestCase):
         self.clock = Clock()
 
     def view_for(self, url: str, timeout: float = 10.0) -> ironic_view.IronicView:
-        view = ironic_view.IronicView(lambda: ironic_client(url, timeout),
-                                    clock=self.clock)
+        view = ironic_view.IronicView(
+            lambda: product_clients.ironic_client(url, timeout),
+            clock=self.clock)
         self.addCleanup(view.stop)
         return view
 
@@ -60,7 +62,7 @@ class RealIronicViewTest(ViewTestBase):
         super().setUp()
         server = self.useFixture(ironic_server.IronicServerFixture())
         self.server = server
-        self.ironic = ironic_server.IronicTestClient(server.url)
+        self.ironic = ironic_client.IronicTestClient(server.url)
         self.addCleanup(self.ironic.close)
         self.view = self.view_for(server.url)
 
@@ -133,7 +135,7 @@ class RealIronicViewTest(ViewTestBase):
     def test_pagination_request_count(self) -> None:
         for i in range(7):
             self.ironic.create_node(name=f"page-{i}")
-        client = ironic_client(self.server.url)
+        client = product_clients.ironic_client(self.server.url)
         nodes = client.list_nodes(page_size=3)
         self.assertEqual(7, len(nodes))
         self.assertEqual(1 + 3, client.requests)  # version check, 3 + 3 + 1

@@ -19,8 +19,8 @@ import uuid
 
 import testtools
 
+from tests.functional.services.ironic_client import IronicTestClient
 from tests.functional.services.ironic_server import IronicServerFixture
-from tests.functional.services.ironic_server import IronicTestClient
 from tests.functional.services.placement_server import PlacementServerFixture
 from tests.functional.services.placement_server import PlacementTestClient
 
@@ -39,7 +39,6 @@ class IronicServerSmokeTest(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
         self.ironic = self.useFixture(IronicServerFixture())
-        assert self.ironic.client is not None
         self.client: IronicTestClient = self.ironic.client
 
     def test_node_lifecycle(self) -> None:
@@ -106,7 +105,6 @@ class PlacementServerSmokeTest(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
         self.placement = self.useFixture(PlacementServerFixture())
-        assert self.placement.client is not None
         self.client: PlacementTestClient = self.placement.client
 
     def test_provider_and_custom_trait(self) -> None:

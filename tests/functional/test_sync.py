@@ -24,8 +24,8 @@ from nova_drain_filters import decisions
 from nova_drain_filters import sync
 from nova_drain_filters import traits
 from nova_drain_filters.clients import placement
-from tests.functional.product_clients import ironic_client
-from tests.functional.product_clients import placement_client
+from tests.functional import product_clients
+from tests.functional.services import ironic_client
 from tests.functional.services import ironic_server
 from tests.functional.services import placement_server
 
@@ -59,7 +59,7 @@ class TraitSyncTest(testtools.TestCase):
         super().setUp()
         ironic_fx = self.useFixture(ironic_server.IronicServerFixture())
         placement_fx = self.useFixture(placement_server.PlacementServerFixture())
-        self.ironic = ironic_server.IronicTestClient(ironic_fx.url)
+        self.ironic = ironic_client.IronicTestClient(ironic_fx.url)
         self.addCleanup(self.ironic.close)
         self.placement = placement_fx.client
         self.ironic_url, self.placement_url = ironic_fx.url, placement_fx.url
@@ -92,8 +92,8 @@ class TraitSyncTest(testtools.TestCase):
 
     def engine(self, placement_client_: Any = None) -> sync.TraitSync:
         return sync.TraitSync(
-            lambda: list(self.records), ironic_client(self.ironic_url),
-            placement_client_ or placement_client(self.placement_url),
+            lambda: list(self.records), product_clients.ironic_client(self.ironic_url),
+            placement_client_ or product_clients.placement_client(self.placement_url),
             page_size=2)
 
     def provider_traits(self, uuid: str) -> set[str]:
@@ -148,7 +148,7 @@ class TraitSyncTest(testtools.TestCase):
 
     def test_concurrent_nova_compute_write_is_kept(self) -> None:
         writer = ConcurrentWriter(
-            placement_client(self.placement_url).adapter,
+            product_clients.placement_client(self.placement_url).adapter,
             intruder=self.placement, target=self.nodes["maint"])
         result = self.engine(writer).run()
         self.assertTrue(result.ok, result.failures)

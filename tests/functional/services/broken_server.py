@@ -34,7 +34,7 @@ from typing import Any
 
 import fixtures
 
-from tests.functional.services import ironic_server
+from tests.functional.services import process
 
 MODES = ("500", "slow", "garbage", "badjson", "loop")
 
@@ -102,12 +102,12 @@ class BrokenServerFixture(fixtures.Fixture):
 
     def _setUp(self) -> None:
         workdir = Path(tempfile.mkdtemp(prefix="ndf-broken-"))
-        self.addCleanup(ironic_server.remove_service_dir, workdir)
+        self.addCleanup(process.remove_service_dir, workdir)
         self.hits_file = workdir / "hits"
         self.hits_file.touch()
-        port = ironic_server.free_port()
-        env = ironic_server.child_env({"NDF_HITS_FILE": str(self.hits_file)})
-        self.process = ironic_server.ServiceProcess(
+        port = process.free_port()
+        env = process.child_env({"NDF_HITS_FILE": str(self.hits_file)})
+        self.process = process.ServiceProcess(
             "broken", [sys.executable, "-m", __name__, self.mode,
                        str(self.delay), str(port)],
             workdir / "broken.log", env=env, cwd=Path.cwd())

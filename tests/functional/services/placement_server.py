@@ -30,18 +30,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import fixtures
-import requests
-
-from tests.functional.services.ironic_server import REPO_ROOT
-from tests.functional.services.ironic_server import LoopbackService
-from tests.functional.services.ironic_server import ServiceAPIError
-from tests.functional.services.ironic_server import ServiceProcess
-from tests.functional.services.ironic_server import child_env
-from tests.functional.services.ironic_server import http_session
-from tests.functional.services.ironic_server import log_detail
-from tests.functional.services.ironic_server import make_service_dir
-from tests.functional.services.ironic_server import write_ini
+from tests.functional.services.process import REPO_ROOT
+from tests.functional.services.process import JsonTestClient
+from tests.functional.services.process import LoopbackService
+from tests.functional.services.process import ServiceFixture
+from tests.functional.services.process import ServiceProcess
+from tests.functional.services.process import child_env
+from tests.functional.services.process import given
+from tests.functional.services.process import http_session
+from tests.functional.services.process import make_service_dir
+from tests.functional.services.process import write_ini
 
 PLACEMENT_API_VERSION = "1.39"
 """Placement microversion the test client pins (the newest in 16.0.0)."""
@@ -105,67 +103,40 @@ class PlacementServer(LoopbackService):
             )
 
 
-class PlacementServerFixture(fixtures.Fixture):
-    """Fixture that runs a :class:`PlacementServer` for the test's lifetime.
+class PlacementServerFixture(ServiceFixture):
+    """Runs a :class:`PlacementServer` for the test's lifetime.
 
     Exposes ``url``, ``server`` and a ready :class:`PlacementTestClient` as
     ``client``; the server log is attached as the detail ``placement-log``.
     """
 
+    server: PlacementServer
+    client: PlacementTestClient
+
     def __init__(self, ready_timeout: float = 60.0, debug: bool = False):
-        super().__init__()
-        self.server = PlacementServer(ready_timeout=ready_timeout, debug=debug)
-        self.url = ""
-        self.client: PlacementTestClient | None = None
-
-    def _setUp(self) -> None:
-        self.addCleanup(self.server.stop)
-        self.addDetail("placement-log", log_detail(self.server.log_tail))
-        self.server.start()
-        self.url = self.server.url
-        self.client = PlacementTestClient(self.url)
-        self.addCleanup(self.client.close)
+        super().__init__(
+            PlacementServer(ready_timeout=ready_timeout, debug=debug),
+            PlacementTestClient,
+        )
 
 
-class PlacementTestClient:
+class PlacementTestClient(JsonTestClient):
     """Minimal typed Placement API client for test set-up and checks."""
 
     def __init__(
         self, url: str, api_version: str = PLACEMENT_API_VERSION, timeout: float = 10.0
     ):
-        self.url = url.rstrip("/")
-        self.timeout = timeout
-        self.session = http_session(
-            {
-                "X-Auth-Token": ADMIN_TOKEN,
-                "OpenStack-API-Version": f"placement {api_version}",
-                "Accept": "application/json",
-            }
-        )
-
-    def close(self) -> None:
-        """Close the underlying HTTP session."""
-        self.session.close()
-
-    def request(
-        self, method: str, path: str, json: Any = None, expected: Iterable[int] = (200,)
-    ) -> requests.Response:
-        """Send a request to ``<url><path>``; raise unless status expected."""
-        url = f"{self.url}{path}"
-        resp = self.session.request(method, url, json=json, timeout=self.timeout)
-        if resp.status_code not in tuple(expected):
-            raise ServiceAPIError(method, url, resp.status_code, resp.text)
-        return resp
+        super().__init__(url, {
+            "X-Auth-Token": ADMIN_TOKEN,
+            "OpenStack-API-Version": f"placement {api_version}",
+        }, timeout)
 
     def create_resource_provider(
         self, name: str, uuid: str | None = None, parent_uuid: str | None = None
     ) -> dict[str, Any]:
         """Create a resource provider and return it."""
-        body: dict[str, Any] = {"name": name}
-        if uuid is not None:
-            body["uuid"] = uuid
-        if parent_uuid is not None:
-            body["parent_provider_uuid"] = parent_uuid
+        body = {"name": name,
+                **given(uuid=uuid, parent_provider_uuid=parent_uuid)}
         return self.request("POST", "/resource_providers", body, (200,)).json()
 
     def get_resource_provider(self, uuid: str) -> dict[str, Any]:
