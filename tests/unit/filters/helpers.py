@@ -23,6 +23,7 @@ from oslo_config import fixture as config_fixture
 from oslo_utils import fixture as utils_fixture
 
 import nova_drain_filters.filters  # noqa: F401  (registers the options)
+from nova_drain_filters import ironic_view
 from nova_drain_filters.filters import summary
 from tests.unit import fakes
 
@@ -87,6 +88,19 @@ class FakeIronicView:
                        updated_at: object = None) -> object:
         self.asked.append((node_uuid, updated_at))
         return self.missing.get(node_uuid)
+
+
+class ViewFilterTestCase(FilterTestCase):
+    """``self.filt``, a ``FILTER``, reading ``self.view``, a FakeIronicView."""
+
+    FILTER: Any = None
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.filt = self.FILTER()
+        self.view = FakeIronicView()
+        self.useFixture(fixtures.MockPatchObject(
+            ironic_view, "get_view", lambda: self.view))
 
 
 def ironic_host(node: str, host: str = "ironic-compute",

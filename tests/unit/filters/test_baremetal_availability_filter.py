@@ -13,7 +13,6 @@
 import fixtures
 
 from nova_drain_filters import decisions
-from nova_drain_filters import ironic_view
 from nova_drain_filters.filters import baremetal_availability_filter
 from tests.unit.filters import helpers
 
@@ -21,13 +20,8 @@ RC = decisions.ReasonCode
 CLEANING = decisions.Reason(RC.BAREMETAL_UNAVAILABLE, "provision_state=clean")
 
 
-class TestBaremetalAvailabilityFilter(helpers.FilterTestCase):
-    def setUp(self) -> None:
-        super().setUp()
-        self.filt = baremetal_availability_filter.BaremetalAvailabilityFilter()
-        self.view = helpers.FakeIronicView()
-        self.useFixture(fixtures.MockPatchObject(
-            ironic_view, "get_view", lambda: self.view))
+class TestBaremetalAvailabilityFilter(helpers.ViewFilterTestCase):
+    FILTER = baremetal_availability_filter.BaremetalAvailabilityFilter
 
     def test_flags(self) -> None:
         self.assertIs(True, self.filt.run_filter_once_per_request)

@@ -13,7 +13,6 @@
 import fixtures
 
 from nova_drain_filters import decisions
-from nova_drain_filters import ironic_view
 from nova_drain_filters import traits
 from nova_drain_filters.filters import stale_compute_node_filter
 from tests.unit.filters import helpers
@@ -21,13 +20,8 @@ from tests.unit.filters import helpers
 RC = decisions.ReasonCode
 
 
-class TestStaleComputeNodeFilter(helpers.FilterTestCase):
-    def setUp(self) -> None:
-        super().setUp()
-        self.filt = stale_compute_node_filter.StaleComputeNodeFilter()
-        self.view = helpers.FakeIronicView()
-        self.useFixture(fixtures.MockPatchObject(
-            ironic_view, "get_view", lambda: self.view))
+class TestStaleComputeNodeFilter(helpers.ViewFilterTestCase):
+    FILTER = stale_compute_node_filter.StaleComputeNodeFilter
 
     def codes(self, hosts: list, host: object) -> list[RC]:
         found = self.filt.rejections(hosts, self.spec())
