@@ -465,3 +465,13 @@ class TestAllFilters(PrefilterTestCase):
         self.assertIn("[drain_filters] forbidden_traits", str(exc))
         self.assertNotIn(request_filter.drain_traits_filter,
                          nova_request_filter.ALL_REQUEST_FILTERS)
+
+    def test_empty_value_stops_loading(self) -> None:
+        # It used to read as None and make StaleComputeNodeFilter raise on
+        # every request, passing every host.
+        self.load_conf("[drain_filters]\nstale_node_max_age =\n")
+        exc = self.assertRaises(drain_conf.ConfigError,
+                                drain_filters.all_filters)
+        self.assertEqual(
+            "[drain_filters] stale_node_max_age: empty value; give one, or "
+            "remove the line to get the default (0)", str(exc))
