@@ -24,6 +24,7 @@ raise on one), so errors are mapped here.
 Importing this module imports Nova: where Nova is not installed the caller
 falls back to its own adapter (``clients/placement.py``).
 """
+import threading
 from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Any
@@ -31,12 +32,17 @@ from typing import Protocol
 
 from keystoneauth1 import exceptions as ks_exc
 from nova.scheduler.client import report
+from oslo_log import log as logging
 
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import placement
 
+LOG = logging.getLogger(__name__)
+
 #: Attribute of the wrapper on a watched report client: its state.
 _WATCH_MARK = "_nova_drain_filters_watch"
+#: Held while wrapping, so two first requests do not wrap twice.
+_watch_lock = threading.Lock()
 
 
 class CandidateRepair(Protocol):
@@ -129,23 +135,41 @@ class NovaPlacementTraits:
         query costs one function call; no response text is parsed.
         """
         client = self._get_client()
+        if not self._rewatch(client, handler):
+            with _watch_lock:
+                if not self._rewatch(client, handler):
+                    _wrap(client, handler)
+
+    @staticmethod
+    def _rewatch(client: Any, handler: CandidateRepair) -> bool:
+        """If ``client`` is watched already, point it at ``handler``."""
         current = vars(client).get("get_allocation_candidates")
-        watch = getattr(current, _WATCH_MARK, None)
-        if watch is not None:
-            watch["handler"] = handler  # the latest guard (tests reset it)
-            return
-        original = client.get_allocation_candidates
-        state = {"handler": handler}
+        state = getattr(current, _WATCH_MARK, None)
+        if state is None:
+            return False
+        state["handler"] = handler  # the latest guard (tests reset it)
+        return True
 
-        def get_allocation_candidates(context: Any, resources: Any) -> Any:
-            guard = state["handler"]
-            before = guard.repairs
-            result = original(context, resources)
-            if result is not None and result[0] is None:
-                guard.repair(getattr(context, "global_id", None))
-                if guard.repairs != before:
-                    result = original(context, resources)
+
+def _wrap(client: Any, handler: CandidateRepair) -> None:
+    original = client.get_allocation_candidates
+    state = {"handler": handler}
+
+    def get_allocation_candidates(context: Any, resources: Any) -> Any:
+        guard = state["handler"]
+        before = guard.repairs
+        result = original(context, resources)
+        if result is None or result[0] is not None:
             return result
+        try:
+            guard.repair(getattr(context, "global_id", None))
+        except Exception:  # never raise into the scheduler
+            LOG.exception("Could not check the forbidden traits after a "
+                          "failed allocation candidate query")
+            return result
+        if guard.repairs != before:
+            result = original(context, resources)
+        return result
 
-        setattr(get_allocation_candidates, _WATCH_MARK, state)
-        client.get_allocation_candidates = get_allocation_candidates
+    setattr(get_allocation_candidates, _WATCH_MARK, state)
+    client.get_allocation_candidates = get_allocation_candidates

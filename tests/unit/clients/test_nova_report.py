@@ -186,6 +186,16 @@ class TestWatch(NovaReportTestCase):
         self.assertIsNone(self.candidates())
         self.assertEqual([], handler.request_ids)
 
+    def test_broken_handler_never_raises_into_the_scheduler(self) -> None:
+        class Broken(Handler):
+            def repair(self, global_request_id: str | None) -> None:
+                raise RuntimeError("bug")
+
+        self.store.watch(Broken(fixes=True))
+        self.mock.get(CANDIDATES, status_code=400, json=NO_SUCH_TRAIT)
+        self.assertEqual((None, None, None), self.candidates())
+        self.assertIn("Could not check the forbidden traits", self.log.output)
+
     def test_watched_once_latest_handler_used(self) -> None:
         old, new = Handler(fixes=True), Handler(fixes=True)
         self.store.watch(old)
