@@ -16,7 +16,9 @@ The filters run inside ``nova-scheduler``, so these options live in
 ``nova.conf``. Placement and Ironic are reached with the ``[placement]`` and
 ``[ironic]`` sections Nova already has; nothing is configured twice.
 """
+import math
 from collections.abc import Iterable
+from typing import Any
 
 from oslo_config import cfg
 from oslo_config import types
@@ -270,32 +272,93 @@ def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
     return [(drain_group, filter_opts + baremetal_opts)]
 
 
-def _option_names() -> Iterable[str]:
+#: The largest number accepted for an option that declares no ``max``. No
+#: interval, age or count these options hold makes sense above it (68 years
+#: of seconds), and larger ones overflow what they feed: ``Event.wait`` and
+#: ``datetime.timedelta`` raise ``OverflowError``, Ironic's ``limit`` is an
+#: integer column.
+NUMBER_CEILING = 2**31 - 1
+
+
+def _all_opts() -> Iterable[cfg.Opt]:
     for _group, opts in list_opts():
-        for opt in opts:
-            yield opt.dest
+        yield from opts
+
+
+def _problem(exc: Exception) -> str:
+    """The part of an oslo.config error that says what is wrong, on one line.
+
+    oslo.config words a bad file value as "Value for option X from
+    LocationInfo(...) is not valid: <what>" (``ConfigOpts._do_get`` in
+    ``oslo_config/cfg.py``); the operator needs only <what>.
+    """
+    text = str(exc)
+    marker = " is not valid: "
+    if marker in text:
+        text = text.split(marker, 1)[1]
+    return " ".join(text.split())
+
+
+def _check_value(opt: cfg.Opt, value: Any) -> str | None:
+    """What is wrong with an option's value, or None; driven by its type.
+
+    oslo.config reads an empty number as None. None is accepted only where
+    the declaration says it means something (``default=None``); an empty
+    string only where the default is empty too. A list may be empty. The
+    type's own rules (bounds, choices, regex) are applied again, so a value
+    that did not come through the type (an override from code, a conf-like
+    object) is held to them as well; a number must also be finite and, with
+    no declared ``max``, at most NUMBER_CEILING.
+    """
+    opt_type = opt.type
+    if value is None:
+        if opt.default is None:
+            return None
+        return (f"empty value; give one, or remove the line to get the "
+                f"default ({opt.default})")
+    if isinstance(opt_type, types.List):
+        for item in value:
+            try:
+                opt_type.item_type(item)
+            except (TypeError, ValueError) as exc:
+                return _problem(exc)
+        return None
+    if value == "" and opt.default not in ("", None):
+        return (f"empty value; give one, or remove the line to get the "
+                f"default ({opt.default})")
+    if isinstance(opt_type, (types.Number, types.String, types.Boolean)):
+        try:
+            opt_type(value)
+        except (TypeError, ValueError) as exc:
+            return f"{value!r}: {_problem(exc)}"
+    if isinstance(opt_type, types.Number) and not isinstance(value, bool):
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{value!r} is not a finite number"
+        if opt_type.max is None and abs(value) > NUMBER_CEILING:
+            return f"{value!r} is too large (at most {NUMBER_CEILING})"
+    return None
 
 
 def validate(conf: cfg.ConfigOpts) -> None:
     """Read every option once and raise ConfigError naming a bad one.
 
-    oslo.config checks types and bounds only when a value is read. Reading
-    them all here, when Nova loads the filters, makes a bad value stop
-    ``nova-scheduler`` at start-up instead of failing one request later.
+    oslo.config checks types and bounds only when a value is read, and takes
+    an empty number for None. Reading them all here, when Nova loads the
+    filters (``filters.all_filters``), makes a bad value stop
+    ``nova-scheduler`` at start-up with one line naming the option, instead
+    of failing every request later. Every option ``list_opts`` returns is
+    checked by its declaration (``_check_value``), so a new option needs no
+    code here.
     """
     group = getattr(conf, GROUP)
-    for name in _option_names():
+    for opt in _all_opts():
         try:
-            value = getattr(group, name)
-        except (cfg.ConfigFileValueError, ValueError) as exc:
-            raise ConfigError(f"[{GROUP}] {name}: {exc}") from None
-        if name == "forbidden_traits":
-            for trait in value:
-                if not traits.is_valid_custom_trait(trait):
-                    raise ConfigError(
-                        f"[{GROUP}] forbidden_traits: {trait!r} is not a "
-                        f"custom trait (must match {traits.CUSTOM_TRAIT_PATTERN})"
-                    )
+            value = getattr(group, opt.dest)
+        except ValueError as exc:  # ConfigFileValueError is one
+            raise ConfigError(f"[{GROUP}] {opt.dest}: {_problem(exc)}") from None
+        problem = _check_value(opt, value)
+        if problem is not None:
+            raise ConfigError(f"[{GROUP}] {opt.dest}: {problem}")
     if group.baremetal_max_snapshot_age < group.baremetal_refresh_interval:
         raise ConfigError(
             f"[{GROUP}] baremetal_max_snapshot_age: "

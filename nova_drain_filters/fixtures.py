@@ -17,9 +17,12 @@ HostManager is created)::
 
     class MyTest(integrated_helpers._IntegratedTestBase):
         def _setup_scheduler_service(self):
-            self.useFixture(ndf_fixtures.DrainFilters(
-                placement=self.placement_fixture))
+            self.useFixture(ndf_fixtures.DrainFilters())
             return super()._setup_scheduler_service()
+
+The pre-filter reaches placement through Nova's own report client, which
+Nova's ``PlacementFixture`` already patches, so no placement setting is
+needed.
 
 Everything is undone at clean-up: options, the pre-filter in Nova's
 ``ALL_REQUEST_FILTERS``, and the module caches.
@@ -74,10 +77,11 @@ class NovaApiPaste(fixtures.Fixture):
 
 
 class PlacementAuth(fixtures.Fixture):
-    """Let our ``[placement]`` adapter reach Nova's PlacementFixture.
+    """Let our own ``[placement]`` adapter reach Nova's PlacementFixture.
 
-    Nova's fixture patches its own report client; our code builds a
-    keystoneauth adapter from ``[placement]`` like a real deployment, so it
+    Only code that builds its own adapter from ``[placement]`` needs this
+    (the pre-filter does only where Nova is not installed); Nova's fixture
+    patches Nova's report client, which the pre-filter uses inside Nova. It
     gets the intercepted endpoint and the noauth2 token through the
     ``admin_token`` auth plugin.
     """
@@ -135,7 +139,9 @@ class DrainFilters(fixtures.Fixture):
         **options: Any,
     ) -> None:
         """
-        :param placement: Nova's PlacementFixture, to reach it for traits.
+        :param placement: ignored, kept for old callers: the pre-filter
+            now uses Nova's report client, which Nova's PlacementFixture
+            patches.
         :param enabled: our filter names to append to ``enabled_filters``.
         :param prefilter: ``[drain_filters] placement_prefilter``.
         :param first: put our filters before Nova's, so their reasons are
@@ -168,9 +174,9 @@ class DrainFilters(fixtures.Fixture):
                        available_filters=available, enabled_filters=enabled)
         fixture.config(group=drain_conf.GROUP,
                        placement_prefilter=self.prefilter, **self.options)
-        if self.placement is not None:
-            self.useFixture(PlacementAuth(self.placement.endpoint,
-                                          self.placement.token))
+        # What the pre-filter learnt about the last test's placement.
+        request_filter.reset()
+        self.addCleanup(request_filter.reset)
         if self.ironic_url is not None:
             self.useFixture(IronicEndpoint(self.ironic_url))
         self.view = self.useFixture(BaremetalView()).view

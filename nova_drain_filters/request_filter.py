@@ -28,12 +28,23 @@ Placement answers ``400 No such trait(s)`` to a query that forbids a custom
 trait it has never seen, and Nova turns that into ``NoValidHost`` for every
 boot. So the filter forbids only traits it has made sure exist: it creates
 them (idempotent ``PUT /traits/{name}``) on first use in a process and
-re-checks every ``RECHECK_SECONDS``, never once per boot.
+re-checks every ``RECHECK_SECONDS``, never once per boot. Should one be
+deleted in between, the first query that fails makes it check at once,
+re-create the trait and send the query again (``TraitGuard.repair``).
+
+Inside nova-scheduler it reaches placement through Nova's own report client
+(``clients/nova_report.py``); only where Nova is not installed does it build
+its own adapter from ``[placement]``.
 """
+import dataclasses
+import enum
+import importlib
 import threading
 import time
 from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
+from typing import Protocol
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -41,21 +52,115 @@ from oslo_log import log as logging
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import placement
+from nova_drain_filters.filters import summary
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
 
-#: How long a successful trait check is trusted (someone may delete an
-#: unused custom trait from placement).
+#: How long a successful trait check is trusted. A deleted trait is noticed
+#: at once anyway (``TraitGuard.repair``); this bounds how long a trait
+#: deleted while no boot ran is forbidden before the check re-creates it.
 RECHECK_SECONDS = 300.0
 #: How long to wait before trying placement again after a failure.
 RETRY_SECONDS = 30.0
+#: After a failed candidate query whose forbidden traits all still existed,
+#: do not ask placement again for this long: other failures (placement
+#: overloaded, a flavor asking for an unknown trait) must not double the
+#: requests.
+QUIET_SECONDS = 1.0
+#: How long a repair waits for a trait check under way in another thread.
+REPAIR_WAIT_SECONDS = 5.0
 
 
-def _default_client() -> placement.PlacementClient:
-    return placement.PlacementClient(
-        http.adapter_from_conf(CONF, "placement", "placement")
-    )
+class TraitStore(Protocol):
+    """Where the traits live: Nova's report client, or our own adapter."""
+
+    def existing_traits(
+        self, names: Sequence[str], global_request_id: str | None = None,
+    ) -> set[str]:
+        """Return which of ``names`` placement knows."""
+
+    def create_trait(
+        self, name: str, global_request_id: str | None = None,
+    ) -> None:
+        """Create a custom trait (idempotent)."""
+
+    def watch(self, handler: Any) -> None:
+        """Let ``handler`` repair failed allocation candidate queries."""
+
+
+class OwnPlacementTraits:
+    """Our own ``[placement]`` adapter, for a process without Nova."""
+
+    def __init__(self, client: placement.PlacementClient) -> None:
+        self.client = client
+
+    def existing_traits(
+        self, names: Sequence[str], global_request_id: str | None = None,
+    ) -> set[str]:
+        return self.client.existing_traits(names)
+
+    def create_trait(
+        self, name: str, global_request_id: str | None = None,
+    ) -> None:
+        self.client.ensure_trait(name)
+
+    def watch(self, handler: Any) -> None:
+        """No Nova here, so no candidate query to watch."""
+
+
+def _default_store() -> TraitStore:
+    """Nova's report client inside Nova; our own adapter where no Nova is."""
+    try:
+        nova_report = importlib.import_module(
+            "nova_drain_filters.clients.nova_report")
+    except ImportError:
+        return OwnPlacementTraits(placement.PlacementClient(
+            http.adapter_from_conf(CONF, "placement", "placement")))
+    store: TraitStore = nova_report.NovaPlacementTraits()
+    return store
+
+
+class Skip(enum.Enum):
+    """Why the pre-filter forbade fewer traits than configured."""
+
+    OFF = "placement_prefilter is off"
+    NO_TRAITS = "forbidden_traits is empty"
+    UNCONFIRMED = "not yet confirmed to exist in placement"
+    PLACEMENT_FAILED = "placement did not confirm or create them"
+    ERROR = "the pre-filter failed, see the log"
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What the pre-filter did to one request, for the summary line."""
+
+    forbidden: frozenset[str] = frozenset()
+    skipped: frozenset[str] = frozenset()
+    why: Skip | None = None
+    detail: str | None = None
+
+    @property
+    def notable(self) -> bool:
+        """True when it forbade less than configured."""
+        return self.why is not None
+
+    @property
+    def degraded(self) -> bool:
+        """True when a failure, not the configuration, left traits out."""
+        return self.why in (Skip.UNCONFIRMED, Skip.PLACEMENT_FAILED,
+                            Skip.ERROR)
+
+    def __str__(self) -> str:
+        why = self.why.value if self.why else ""
+        if self.detail:
+            why += f": {self.detail}"
+        if not self.forbidden:
+            return f"pre-filter forbade nothing ({why})"
+        if not self.skipped:
+            return f"pre-filter forbade {', '.join(sorted(self.forbidden))}"
+        return (f"pre-filter forbade {', '.join(sorted(self.forbidden))} "
+                f"but not {', '.join(sorted(self.skipped))} ({why})")
 
 
 class TraitGuard:
@@ -67,52 +172,124 @@ class TraitGuard:
 
     def __init__(
         self,
-        client_factory: Callable[[], placement.PlacementClient] = (
-            _default_client
-        ),
+        store_factory: Callable[[], TraitStore] = _default_store,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._client_factory = client_factory
-        self._client: placement.PlacementClient | None = None
+        self._store_factory = store_factory
+        self._store: TraitStore | None = None
         self._clock = clock
         self._lock = threading.Lock()
         self._known: frozenset[str] = frozenset()
         self._wanted: frozenset[str] = frozenset()
         self._next_check = 0.0
+        self._quiet_until = 0.0
+        #: The last failure to reach placement, None after a success.
+        self.last_error: str | None = None
+        #: How many times a trait placement had lost was re-created.
+        self.repairs = 0
 
-    def usable(self, wanted: list[str]) -> frozenset[str]:
+    def usable(
+        self, wanted: Sequence[str], global_request_id: str | None = None,
+    ) -> frozenset[str]:
         """Return the traits of ``wanted`` that are safe to forbid now."""
         wanted_set = frozenset(wanted)
         due = wanted_set != self._wanted or self._clock() >= self._next_check
         if due and self._lock.acquire(blocking=False):
             try:
-                self._check(wanted_set)
+                self._check(wanted_set, global_request_id)
             finally:
                 self._lock.release()
-        return self._known & wanted_set
+        usable = self._known & wanted_set
+        if usable and self._store is not None:
+            self._store.watch(self)
+        return usable
 
-    def _check(self, wanted: frozenset[str]) -> None:
-        try:
-            if self._client is None:
-                self._client = self._client_factory()
-            created = [t for t in sorted(wanted) if self._client.ensure_trait(t)]
-        except Exception as exc:  # never raise into the scheduler
-            # Remember what was tried, or every request would retry at once.
-            self._wanted = wanted
-            self._next_check = self._clock() + RETRY_SECONDS
-            LOG.warning(
-                "Could not make sure the forbidden traits %(traits)s exist "
-                "in placement, forbidding only %(known)s until it works: "
-                "%(error)s",
-                {"traits": sorted(wanted), "known": sorted(self._known),
-                 "error": exc},
-            )
+    def outcome(self, wanted: Sequence[str], usable: frozenset[str]) -> Outcome:
+        """Describe a request that forbade ``usable`` of ``wanted``."""
+        skipped = frozenset(wanted) - usable
+        if not wanted:
+            return Outcome(why=Skip.NO_TRAITS)
+        if not skipped:
+            return Outcome(forbidden=usable)
+        why = Skip.PLACEMENT_FAILED if self.last_error else Skip.UNCONFIRMED
+        return Outcome(usable, skipped, why, self.last_error)
+
+    def repair(self, global_request_id: str | None = None) -> None:
+        """A candidate query failed: make sure the forbidden traits exist.
+
+        Placement may have lost one (an operator deleted an unused custom
+        trait) while this process still forbids it: then every query gets
+        ``400 No such trait(s)``. The check forgets what it knew, re-creates
+        the trait and counts a repair, which tells the caller to send its
+        query again. If placement cannot even be asked, nothing is forbidden
+        until it can: a query that forbids no trait beats no boot at all.
+        """
+        if not self._known or self._clock() < self._quiet_until:
             return
-        if created:
-            LOG.info("Created the forbidden traits %s in placement", created)
-        self._known = wanted
+        if not self._lock.acquire(timeout=REPAIR_WAIT_SECONDS):
+            return
+        try:
+            before = self.repairs
+            self._check(self._wanted, global_request_id, forget=True)
+            if self.repairs == before:
+                self._quiet_until = self._clock() + QUIET_SECONDS
+        finally:
+            self._lock.release()
+
+    def _check(self, wanted: frozenset[str], global_request_id: str | None,
+               forget: bool = False) -> None:
+        """Ask placement, create what is missing, remember what exists.
+
+        Call with ``_lock`` held. Never raises into the scheduler.
+        """
+        # Remember what was tried, or every request would retry at once.
         self._wanted = wanted
+        self._next_check = self._clock() + RETRY_SECONDS
+        try:
+            if self._store is None:
+                self._store = self._store_factory()
+            store = self._store
+            present = store.existing_traits(sorted(wanted), global_request_id)
+        except Exception as exc:
+            if forget:
+                self._known = frozenset()
+            self._failed(wanted, exc)
+            return
+        confirmed = set(present) & wanted
+        missing = wanted - confirmed
+        lost = missing & self._known
+        error: Exception | None = None
+        for name in sorted(missing):
+            try:
+                store.create_trait(name, global_request_id)
+            except Exception as exc:
+                error = exc
+                break
+            confirmed.add(name)
+        self._known = frozenset(confirmed)
+        if lost & confirmed:
+            self.repairs += 1
+            LOG.warning("Placement no longer had the forbidden traits "
+                        "%(lost)s (deleted?); re-created them",
+                        {"lost": sorted(lost & confirmed)})
+        if (missing - lost) & confirmed:
+            LOG.info("Created the forbidden traits %s in placement",
+                     sorted((missing - lost) & confirmed))
+        if error is not None:
+            self._failed(wanted, error)
+            return
         self._next_check = self._clock() + RECHECK_SECONDS
+        self.last_error = None
+
+    def _failed(self, wanted: frozenset[str], exc: Exception) -> None:
+        self.last_error = str(exc)
+        LOG.warning(
+            "Could not make sure the forbidden traits %(traits)s exist "
+            "in placement, forbidding only %(known)s until it works: "
+            "%(error)s",
+            {"traits": sorted(wanted), "known": sorted(self._known),
+             "error": exc},
+        )
 
 
 _guard = TraitGuard()
@@ -131,17 +308,27 @@ def drain_traits_filter(ctxt: Any, request_spec: Any) -> bool:
     returns True if it changed the request. Never raises: a failure here
     would turn into NoValidHost (``select_destinations`` maps
     ``RequestFilterFailed``), so on any error it leaves the request alone.
+    What it forbade, or why it forbade nothing, goes to the request's
+    summary line (``filters/summary.py``).
     """
+    forbidden: frozenset[str] = frozenset()
     try:
         opts = CONF.drain_filters
         if not opts.placement_prefilter:
-            return False
-        forbidden = _guard.usable(list(opts.forbidden_traits))
-        if not forbidden:
-            return False
-        request_spec.root_forbidden.update(forbidden)
+            outcome = Outcome(why=Skip.OFF)
+        else:
+            wanted = list(opts.forbidden_traits)
+            guard = _guard
+            forbidden = guard.usable(wanted, getattr(ctxt, "global_id", None))
+            if forbidden:
+                request_spec.root_forbidden.update(forbidden)
+            outcome = guard.outcome(wanted, forbidden)
     except Exception:
         LOG.exception("drain_traits_filter failed; request left unchanged")
+        forbidden = frozenset()
+        outcome = Outcome(why=Skip.ERROR)
+    summary.record_prefilter(request_spec, outcome)
+    if not forbidden:
         return False
     LOG.debug("drain_traits_filter forbade traits %(traits)s",
               {"traits": sorted(forbidden)})

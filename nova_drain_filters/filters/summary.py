@@ -26,6 +26,7 @@ import weakref
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
+from typing import Protocol
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -39,12 +40,26 @@ CONF = cfg.CONF
 OUR_FILTERS: set[str] = set()
 
 
+class PrefilterNote(Protocol):
+    """What the pre-filter reports (``request_filter.Outcome``)."""
+
+    @property
+    def notable(self) -> bool:
+        """True when it forbade fewer traits than configured."""
+
+    @property
+    def degraded(self) -> bool:
+        """True when a failure, not the configuration, is why."""
+
+
 class _Pending:
-    def __init__(self, instance_uuid: str | None, start: int) -> None:
+    def __init__(self, instance_uuid: str | None, start: int | None) -> None:
         self.instance_uuid = instance_uuid
+        #: Hosts the first drain filter got; None if none of them ran.
         self.start = start
         self.end = start
         self.per_filter: dict[str, collections.Counter[str]] = {}
+        self.prefilter: PrefilterNote | None = None
         self.finalizer: weakref.finalize | None = None
 
 
@@ -69,17 +84,23 @@ def format_line(pending: _Pending, early: bool = False) -> str:
         total = sum(counts.values())
         why = ", ".join(f"{n} x {reason}" for reason, n in counts.most_common())
         parts.append(f"{name} rejected {total}" + (f" ({why})" if why else ""))
+    if pending.prefilter is not None:
+        parts.append(str(pending.prefilter))
+    head = f"nova-drain-filters: request for instance {pending.instance_uuid}: "
+    if pending.start is None:
+        # Only the pre-filter spoke: no host reached the drain filters.
+        return head + "; ".join(parts)
     tail = "; filtering stopped early" if early else ""
     return (
-        f"nova-drain-filters: request for instance {pending.instance_uuid}: "
-        f"{pending.start} hosts in, {pending.end} left: " + "; ".join(parts)
-        + tail
+        head + f"{pending.start} hosts in, {pending.end} left: "
+        + "; ".join(parts) + tail
     )
 
 
 def _emit(pending: _Pending, early: bool = False) -> None:
     rejected = any(sum(c.values()) for c in pending.per_filter.values())
-    if rejected:
+    degraded = pending.prefilter is not None and pending.prefilter.degraded
+    if rejected or degraded:
         LOG.info(format_line(pending, early))
     else:
         LOG.debug(format_line(pending, early))
@@ -91,7 +112,51 @@ def _flush(key: int) -> None:
     # dict.pop is atomic.
     pending = _pending.pop(key, None)
     if pending is not None:
-        _emit(pending, early=True)
+        _emit(pending, early=pending.start is not None)
+
+
+def _pending_for(key: int, spec_obj: Any, start: int | None) -> _Pending:
+    """The request's entry, made if needed; call with _lock held."""
+    pending = _pending.get(key)
+    if pending is not None:
+        return pending
+    while len(_pending) >= MAX_PENDING:
+        _oldest = _pending.pop(next(iter(_pending)))
+        if _oldest.finalizer is not None:
+            _oldest.finalizer.detach()
+        _emit(_oldest, early=_oldest.start is not None)
+    pending = _Pending(getattr(spec_obj, "instance_uuid", None), start)
+    _pending[key] = pending
+    try:
+        pending.finalizer = weakref.finalize(spec_obj, _flush, key)
+    except TypeError:  # not weak-referenceable: flushed below only
+        pending.finalizer = None
+    return pending
+
+
+def record_prefilter(spec_obj: Any, note: PrefilterNote) -> None:
+    """Note what the pre-filter did to a request; never raises.
+
+    Only a note that forbade fewer traits than configured is kept. It is
+    written with the request's line, or alone when the spec is freed if no
+    drain host filter runs after it.
+    """
+    try:
+        if not note.notable:
+            return
+        if _last_enabled_filter() is None:
+            _emit_alone(spec_obj, note)
+            return
+        with _lock:
+            _pending_for(id(spec_obj), spec_obj, None).prefilter = note
+    except Exception:  # a log line must never fail a request
+        LOG.exception("Could not record the pre-filter outcome")
+
+
+def _emit_alone(spec_obj: Any, note: PrefilterNote) -> None:
+    pending = _Pending(getattr(spec_obj, "instance_uuid", None), None)
+    pending.prefilter = note
+    _emit(pending)
 
 
 def record(
@@ -108,19 +173,9 @@ def record(
     """
     key = id(spec_obj)
     with _lock:
-        pending = _pending.get(key)
-        if pending is None:
-            while len(_pending) >= MAX_PENDING:
-                _oldest = _pending.pop(next(iter(_pending)))
-                if _oldest.finalizer is not None:
-                    _oldest.finalizer.detach()
-                _emit(_oldest, early=True)
-            pending = _Pending(getattr(spec_obj, "instance_uuid", None), start)
-            _pending[key] = pending
-            try:
-                pending.finalizer = weakref.finalize(spec_obj, _flush, key)
-            except TypeError:  # not weak-referenceable: flushed below only
-                pending.finalizer = None
+        pending = _pending_for(key, spec_obj, start)
+        if pending.start is None:
+            pending.start = start
         counts = pending.per_filter.setdefault(
             filter_name, collections.Counter()
         )

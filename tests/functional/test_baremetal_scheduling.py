@@ -74,7 +74,12 @@ class BaremetalTestBase(base.DrainTestBase):
         return self.by_uuid[server["OS-EXT-SRV-ATTR:hypervisor_hostname"]]
 
     def wait_for_refresh_after(self, moment: float, timeout: float = 15) -> None:
-        """Wait until the view holds a listing that started after moment."""
+        """Wait until the view holds a listing that started after moment.
+
+        Take ``moment`` after the change has been made (the Ironic calls
+        returned), never before: a listing that starts in between may read
+        the old state.
+        """
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             snap = self.drain.view.trusted()
@@ -108,11 +113,13 @@ class ExcludedWithinOneRefreshTest(BaremetalTestBase):
     def test_state_changes_reach_the_scheduler_without_nova(self) -> None:
         updated = {n: self.compute_node("bm-compute", u).updated_at
                    for n, u in self.nodes.items()}
-        changed_at = time.monotonic()
         self.ironic.set_maintenance(self.nodes["a"], True, reason="bmc")
         self.ironic.manage(self.nodes["b"])
         self.ironic.fail_cleaning(self.nodes["b"])
-        self.wait_for_refresh_after(changed_at)
+        # Only once the calls have returned is the change in Ironic's
+        # database: a listing that started while they ran (even inside the
+        # maintenance PUT) may have read the old state.
+        self.wait_for_refresh_after(time.monotonic())
         for _ in range(3):
             self.assertEqual("c", self.node_of(self.boot()))
 
@@ -123,10 +130,9 @@ class ExcludedWithinOneRefreshTest(BaremetalTestBase):
                 "bm-compute", self.nodes[name]).updated_at)
 
         # And back: a leaves maintenance, c goes in.
-        changed_at = time.monotonic()
         self.ironic.set_maintenance(self.nodes["a"], False)
         self.ironic.set_maintenance(self.nodes["c"], True)
-        self.wait_for_refresh_after(changed_at)
+        self.wait_for_refresh_after(time.monotonic())
         self.assertEqual("a", self.node_of(self.boot()))
 
 

@@ -12,27 +12,50 @@
 
 """The placement pre-filter inside Nova's real scheduler and placement."""
 import datetime
+from collections.abc import Collection
 from typing import Any
 
 import fixtures
 from nova.scheduler import request_filter as nova_request_filter
+from nova.tests.functional import integrated_helpers
 from placement.objects import research_context
+from placement.tests.unit import policy_fixture
 
+from nova_drain_filters import fixtures as ndf_fixtures
 from nova_drain_filters import request_filter
 from nova_drain_filters import traits
+from nova_drain_filters.filters import summary
 from tests.functional import base
 
 BAD = ("bad1", "bad2", "bad3", "bad4")
+
+
+def pin_drained_first(test: fixtures.TestWithFixtures,
+                      bad: Collection[str]) -> None:
+    """Make placement list the ``bad`` providers' candidates first.
+
+    Placement does not promise an order for its candidates (it builds them
+    from sets), so this pins the worst case that happens in real life: the
+    drained providers fill the ``max_placement_results`` slots.
+    """
+    limit_results = research_context.RequestWideSearchContext.limit_results
+
+    def drained_first(ctx: Any, requests: list, summaries: list) -> Any:
+        def is_good(request: Any) -> bool:
+            rp = request.resource_requests[0].resource_provider
+            return rp.root_provider_uuid not in bad
+        return limit_results(ctx, sorted(requests, key=is_good), summaries)
+
+    test.useFixture(fixtures.MonkeyPatch(
+        "placement.objects.research_context.RequestWideSearchContext."
+        "limit_results", drained_first))
 
 
 class StarvationMixin(base.DrainTestBase):
     """Four drained hosts and one good one; placement returns only two.
 
     The drained hosts are forced down (so a host filter rejects them) and
-    carry CUSTOM_DRAIN_HOST. Placement does not promise an order for its
-    candidates (it builds them from sets), so the test pins the worst case
-    that happens in real life: the drained providers come first and fill
-    the ``max_placement_results`` slots.
+    carry CUSTOM_DRAIN_HOST; placement lists them first.
     """
 
     HOSTS = BAD + ("good",)
@@ -44,18 +67,8 @@ class StarvationMixin(base.DrainTestBase):
         for host in BAD:
             self.admin_api.put_service_force_down(self.service_id(host), True)
             self.add_trait(host, traits.DRAIN_HOST)
-        bad = {self._get_provider_uuid_by_host(host) for host in BAD}
-        limit_results = research_context.RequestWideSearchContext.limit_results
-
-        def drained_first(ctx: Any, requests: list, summaries: list) -> Any:
-            def is_good(request: Any) -> bool:
-                rp = request.resource_requests[0].resource_provider
-                return rp.root_provider_uuid not in bad
-            return limit_results(ctx, sorted(requests, key=is_good), summaries)
-
-        self.useFixture(fixtures.MonkeyPatch(
-            "placement.objects.research_context.RequestWideSearchContext."
-            "limit_results", drained_first))
+        pin_drained_first(
+            self, {self._get_provider_uuid_by_host(host) for host in BAD})
 
 
 class PrefilterStarvationTest(StarvationMixin):
@@ -98,21 +111,6 @@ class FreshPlacementTest(base.DrainTestBase):
             request_filter.drain_traits_filter))
 
 
-class PlacementUnreachableTest(base.DrainTestBase):
-    """The pre-filter cannot reach placement: boots go on, nothing forbidden."""
-
-    def _setup_scheduler_service(self):  # type: ignore[no-untyped-def]
-        service = super()._setup_scheduler_service()
-        self.flags(group="placement", endpoint="http://127.0.0.1:9/none")
-        return service
-
-    def test_boot_succeeds_and_warns(self) -> None:
-        self.assertIn(self.host_of(self.boot()), self.HOSTS)
-        self.assertIn("Could not make sure the forbidden traits",
-                      self.stdlog.logger.output)
-        self.assertNotIn("%21CUSTOM_DRAIN", self.stdlog.logger.output)
-
-
 class RebuildNotBlockedTest(base.DrainTestBase):
     HOSTS = ("host1",)
     DRAIN_OPTIONS = {"stale_node_max_age": 60}
@@ -133,3 +131,136 @@ class RebuildNotBlockedTest(base.DrainTestBase):
         rebuilt = self._rebuild_server(server, base.IMAGE_B)
         self.assertEqual("host1", self.host_of(rebuilt))
         self.assertEqual(base.IMAGE_B, rebuilt["image"]["id"])
+
+
+class OperatorConfiguredBase(integrated_helpers._IntegratedTestBase):
+    """The filters turned on as an operator does: nova.conf, nothing else.
+
+    No project fixture configures anything: the pre-filter has to reach
+    placement the way nova-scheduler does. Five hosts; ``mark_bad_hosts``
+    marks four of them ``CUSTOM_DRAIN_STALE_NODE`` (their services are up,
+    so only the pre-filter keeps boots off them). Placement lists the
+    marked ones first and returns one candidate per query.
+    """
+
+    ADMIN_API = True
+    microversion = "latest"
+    HOSTS = BAD + ("good",)
+
+    def setUp(self) -> None:
+        # Where the nova wheel put api-paste.ini: harness plumbing.
+        self.useFixture(ndf_fixtures.NovaApiPaste())
+        # Process-wide state that outlives a test: Nova's filter list and
+        # what the pre-filter learnt about the last test's placement.
+        request_filter.reset()
+        self.addCleanup(request_filter.reset)
+        self.addCleanup(request_filter.uninstall)
+        self.addCleanup(summary.reset)
+        super().setUp()
+        self.flags(instances=-1, cores=-1, ram=-1, group="quota")
+        self.bad = {self._get_provider_uuid_by_host(h): h for h in BAD}
+        pin_drained_first(self, self.bad)
+
+    def _setup_scheduler_service(self) -> Any:
+        self.flags(available_filters=[
+            "nova.scheduler.filters.all_filters",
+            "nova_drain_filters.filters.all_filters"],
+            group="filter_scheduler")
+        self.flags(max_placement_results=1, group="scheduler")
+        return super()._setup_scheduler_service()
+
+    def _setup_compute_service(self) -> Any:
+        self.flags(compute_driver="fake.FakeDriver")
+        for host in self.HOSTS:
+            self._start_compute(host)
+        return self.computes[self.HOSTS[0]]
+
+    def boot(self) -> str:
+        """Boot a server; return the host it landed on."""
+        server = self._create_server(networks="none")
+        return str(server["OS-EXT-SRV-ATTR:host"])
+
+    def mark_bad_hosts(self) -> None:
+        self._create_trait(traits.STALE_NODE)
+        for rp_uuid in self.bad:
+            self._set_provider_traits(
+                rp_uuid,
+                self._get_provider_traits(rp_uuid) + [traits.STALE_NODE])
+
+    def drain_traits(self) -> list[str]:
+        return sorted(self.placement.get(
+            "/traits?name=startswith:CUSTOM_DRAIN",
+            version="1.6").body["traits"])
+
+    def assert_boots_on_good(self, count: int) -> None:
+        for _ in range(count):
+            self.assertEqual("good", self.boot())
+
+    def refuse_trait_writes(self) -> None:
+        """Placement's own policy refuses ``PUT /traits/{name}`` (403)."""
+        policy_fixture.PolicyFixture.set_rules(
+            {"placement:traits:update": "!"}, overwrite=False)
+
+
+class OperatorConfiguredTest(OperatorConfiguredBase):
+    def test_marked_hosts_avoided_with_unseen_traits(self) -> None:
+        self.mark_bad_hosts()
+        # The other forbidden traits placement has never seen: forbidding
+        # them as they are would get 400 and NoValidHost.
+        self.assertEqual([traits.STALE_NODE], self.drain_traits())
+        self.assert_boots_on_good(5)
+        self.assertEqual(sorted(traits.DEFAULT_FORBIDDEN), self.drain_traits())
+        log = self.stdlog.logger.output
+        self.assertIn("%21CUSTOM_DRAIN_STALE_NODE", log)
+        self.assertNotIn("Could not make sure the forbidden traits", log)
+        self.assertNotIn("pre-filter forbade", log)
+
+    def test_first_boot_on_fresh_placement_then_marked(self) -> None:
+        self.assertEqual([], self.drain_traits())
+        self.assertIn(self.boot(), self.HOSTS)
+        self.assertEqual(sorted(traits.DEFAULT_FORBIDDEN), self.drain_traits())
+        self.mark_bad_hosts()
+        self.assert_boots_on_good(3)
+
+    def test_trait_deleted_between_boots(self) -> None:
+        self.mark_bad_hosts()
+        self.assert_boots_on_good(1)
+        # An operator tidies up a custom trait no provider carries.
+        unused = traits.BAREMETAL_UNAVAILABLE
+        self.assertEqual(204, self._delete_trait(unused).status)
+        self.assertNotIn(unused, self.drain_traits())
+        # The pre-filter still forbids it: placement answers 400, the
+        # pre-filter re-creates it and Nova's query is sent again.
+        self.assert_boots_on_good(1)
+        self.assertIn(unused, self.drain_traits())
+        log = self.stdlog.logger.output
+        self.assertIn("No such trait(s): " + unused, log)
+        self.assertIn("Placement no longer had the forbidden traits "
+                      f"['{unused}']", log)
+        self.assert_boots_on_good(1)
+
+
+class TraitWritesRefusedTest(OperatorConfiguredBase):
+    """Placement will not create the traits: the summary line says so."""
+
+    def test_forbids_what_exists_and_says_what_not(self) -> None:
+        self.mark_bad_hosts()
+        self.refuse_trait_writes()
+        self.assert_boots_on_good(3)
+        lines = [line for line in self.stdlog.logger.output.splitlines()
+                 if "nova-drain-filters: request for instance" in line]
+        self.assertEqual(3, len(lines), lines)
+        self.assertIn(
+            "pre-filter forbade CUSTOM_DRAIN_STALE_NODE but not "
+            "CUSTOM_DRAIN_BAREMETAL_UNAVAILABLE, CUSTOM_DRAIN_HOST "
+            "(placement did not confirm or create them: placement PUT "
+            "/traits/CUSTOM_DRAIN_BAREMETAL_UNAVAILABLE: HTTP 403", lines[0])
+
+    def test_forbids_nothing_and_says_why(self) -> None:
+        self.refuse_trait_writes()
+        self.assertIn(self.boot(), self.HOSTS)
+        self.assertIn(
+            "pre-filter forbade nothing (placement did not confirm or create "
+            "them: placement PUT /traits/CUSTOM_DRAIN_BAREMETAL_UNAVAILABLE: "
+            "HTTP 403", self.stdlog.logger.output)
+        self.assertEqual([], self.drain_traits())

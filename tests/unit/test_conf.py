@@ -13,15 +13,58 @@
 import os
 import types
 
+import ddt
 import fixtures
 import testtools
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
+from oslo_config import types as cfg_types
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import traits
 
 GROUP = drain_conf.GROUP
+OPTS = {opt.dest: opt for _group, opts in drain_conf.list_opts()
+        for opt in opts}
+
+#: The bad values every option is tried with, as they appear in nova.conf.
+KINDS = {
+    "empty": "",
+    "negative": "-1",
+    "zero": "0",
+    "huge": "99999999999999999999",
+    "wrong type": "ten",
+    "not finite": "nan",
+}
+
+
+def accepted(opt: cfg.Opt, kind: str) -> bool:
+    """Whether ``KINDS[kind]`` is a good value for ``opt``, by its type.
+
+    Written from what each value means, not from the code under test: an
+    empty list is "no traits"; ``0`` is a boolean (false); a number takes
+    ``0`` or ``-1`` only within its declared bounds; nothing takes an empty
+    number, a number beyond any sane bound, a word or NaN.
+    """
+    opt_type = opt.type
+    if isinstance(opt_type, cfg_types.List):
+        return kind == "empty"
+    if isinstance(opt_type, cfg_types.Boolean):
+        return kind == "zero"
+    if isinstance(opt_type, cfg_types.Number):
+        number = {"zero": 0, "negative": -1}.get(kind)
+        if number is None:
+            return False
+        return ((opt_type.min is None or opt_type.min <= number)
+                and (opt_type.max is None or number <= opt_type.max))
+    if isinstance(opt_type, cfg_types.String):
+        if opt_type.choices:
+            return KINDS[kind] in opt_type.choices
+        return kind != "empty"
+    raise AssertionError(f"{opt.dest}: no rule for {type(opt_type)}")
+
+
+CASES = [(name, kind) for name in OPTS for kind in KINDS]
 
 
 class ConfTestCase(testtools.TestCase):
@@ -131,6 +174,18 @@ class TestValidate(ConfTestCase):
                                 drain_conf.validate, conf)
         self.assertIn("[drain_filters] placement_prefilter", str(exc))
 
+    def test_empty_values_named_not_type_errors(self) -> None:
+        # Each used to slip through as None or stop start-up with a raw
+        # TypeError that named no option.
+        for name in ("stale_node_max_age", "baremetal_page_size",
+                     "baremetal_refresh_interval",
+                     "baremetal_max_snapshot_age",
+                     "ironic_missing_max_fraction"):
+            conf = self.load(f"{name} =")
+            exc = self.assertRaises(drain_conf.ConfigError,
+                                    drain_conf.validate, conf)
+            self.assertIn(f"[drain_filters] {name}: empty value", str(exc))
+
     def test_trait_that_bypassed_the_type_is_caught(self) -> None:
         # A value that did not come through the option type (a conf-like
         # object, a set_default from code) still meets the trait rule.
@@ -150,3 +205,89 @@ class TestValidate(ConfTestCase):
         exc = self.assertRaises(drain_conf.ConfigError,
                                 drain_conf.validate, conf)
         self.assertIn("[drain_filters] baremetal_max_snapshot_age", str(exc))
+
+
+@ddt.ddt
+class TestEveryOptionEveryBadValue(ConfTestCase):
+    """Every option, with every kind of bad value: stopped, named, one line.
+
+    The cases come from ``list_opts()``, so an option added later is tried
+    too, without a line of test code.
+    """
+
+    @ddt.data(*CASES)
+    @ddt.unpack
+    def test_value(self, name: str, kind: str) -> None:
+        raw = KINDS[kind]
+        conf = self.load(f"{name} = {raw}".rstrip())
+        if accepted(OPTS[name], kind):
+            drain_conf.validate(conf)
+            self.assertIsNotNone(getattr(conf.drain_filters, name))
+            return
+        exc = self.assertRaises(drain_conf.ConfigError,
+                                drain_conf.validate, conf)
+        message = str(exc)
+        self.assertTrue(message.startswith(f"[{GROUP}] {name}: "), message)
+        self.assertNotIn("\n", message)
+        self.assertNotIn("LocationInfo", message)
+        self.assertLess(len(message), 200, message)
+
+    def test_cases_cover_every_option(self) -> None:
+        self.assertEqual(set(OPTS), {name for name, _kind in CASES})
+        self.assertGreaterEqual(len(OPTS), 8)
+
+    def test_every_number_has_a_lower_bound(self) -> None:
+        for name, opt in OPTS.items():
+            if isinstance(opt.type, cfg_types.Number):
+                self.assertIsNotNone(opt.type.min, name)
+
+
+class TestCheckValueIsGeneric(testtools.TestCase):
+    """The rules follow a declaration, whatever option it is."""
+
+    def check(self, opt: cfg.Opt, value: object) -> str | None:
+        return drain_conf._check_value(opt, value)
+
+    def test_empty_number_rejected_unless_none_is_the_default(self) -> None:
+        self.assertIn("empty value", str(self.check(
+            cfg.IntOpt("n", default=3, min=0), None)))
+        self.assertIn("default (3)", str(self.check(
+            cfg.IntOpt("n", default=3, min=0), None)))
+        self.assertIsNone(self.check(cfg.IntOpt("n", default=None), None))
+
+    def test_empty_string_rejected_unless_empty_is_the_default(self) -> None:
+        self.assertIn("empty value", str(self.check(
+            cfg.StrOpt("s", default="x"), "")))
+        self.assertIsNone(self.check(cfg.StrOpt("s", default=""), ""))
+
+    def test_number_without_max_has_a_ceiling(self) -> None:
+        opt = cfg.IntOpt("n", default=1, min=0)
+        self.assertIsNone(self.check(opt, drain_conf.NUMBER_CEILING))
+        self.assertIn("too large", str(self.check(
+            opt, drain_conf.NUMBER_CEILING + 1)))
+        # A declared max is the ceiling instead.
+        bounded = cfg.IntOpt("n", default=1, min=0,
+                             max=drain_conf.NUMBER_CEILING * 2)
+        self.assertIsNone(self.check(bounded, drain_conf.NUMBER_CEILING + 1))
+
+    def test_float_must_be_finite(self) -> None:
+        opt = cfg.FloatOpt("f", default=1.0, min=0.0, max=2.0)
+        self.assertIn("not a finite number",
+                      str(self.check(opt, float("nan"))))
+        self.assertIsNotNone(self.check(opt, float("inf")))
+        self.assertIsNone(self.check(opt, 1.5))
+
+    def test_bounds_and_choices_of_the_type_apply_again(self) -> None:
+        self.assertIn("greater than or equal to 1", str(self.check(
+            cfg.IntOpt("n", default=1, min=1), 0)))
+        self.assertIsNotNone(self.check(
+            cfg.StrOpt("s", default="a", choices=["a", "b"]), "c"))
+        self.assertIsNotNone(self.check(
+            cfg.ListOpt("l", default=[], item_type=cfg_types.Integer(min=0)),
+            [1, -1]))
+        self.assertIsNone(self.check(
+            cfg.ListOpt("l", default=[], item_type=cfg_types.Integer(min=0)),
+            []))
+
+    def test_bool_is_not_taken_for_a_number(self) -> None:
+        self.assertIsNone(self.check(cfg.BoolOpt("b", default=True), False))

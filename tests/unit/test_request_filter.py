@@ -11,8 +11,10 @@
 # under the License.
 
 import os
+import sys
 import threading
 from typing import Any
+from unittest import mock
 
 import fixtures
 import testtools
@@ -25,11 +27,46 @@ from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import filters as drain_filters
 from nova_drain_filters import request_filter
 from nova_drain_filters import traits
+from nova_drain_filters.clients import placement
+from nova_drain_filters.filters import summary
 from tests.unit import fakes
 
 A, B, C = "CUSTOM_A", "CUSTOM_B", "CUSTOM_C"
 RECHECK = request_filter.RECHECK_SECONDS
 RETRY = request_filter.RETRY_SECONDS
+QUIET = request_filter.QUIET_SECONDS
+Skip = request_filter.Skip
+
+
+class FakeStore:
+    """A TraitStore over a set; ``calls`` lists each trait asked about."""
+
+    def __init__(self, existing: tuple[str, ...] = ()) -> None:
+        self.existing = set(existing)
+        self.calls: list[str] = []
+        self.error: Exception | None = None
+        self.create_error: Exception | None = None
+        self.before_call: Any = None
+        self.watched: list[Any] = []
+        self.request_ids: list[str | None] = []
+
+    def existing_traits(self, names: Any, global_request_id: Any = None,
+                        ) -> set[str]:
+        if self.before_call is not None:
+            self.before_call()
+        self.calls.extend(names)
+        self.request_ids.append(global_request_id)
+        if self.error is not None:
+            raise self.error
+        return self.existing & set(names)
+
+    def create_trait(self, name: str, global_request_id: Any = None) -> None:
+        if self.create_error is not None:
+            raise self.create_error
+        self.existing.add(name)
+
+    def watch(self, handler: Any) -> None:
+        self.watched.append(handler)
 
 
 class TestTraitGuard(testtools.TestCase):
@@ -37,7 +74,7 @@ class TestTraitGuard(testtools.TestCase):
         super().setUp()
         self.log = self.useFixture(fixtures.FakeLogger())
         self.clock = fakes.FakeClock()
-        self.client = fakes.FakePlacement(existing=(B,))
+        self.client = FakeStore(existing=(B,))
         self.factory_calls = 0
         self.guard = request_filter.TraitGuard(self.factory, clock=self.clock)
 
@@ -46,10 +83,13 @@ class TestTraitGuard(testtools.TestCase):
         return self.client
 
     def test_first_call_ensures_all(self) -> None:
-        self.assertEqual({A, B}, self.guard.usable([B, A]))
+        self.assertEqual({A, B}, self.guard.usable([B, A], "req-g"))
         self.assertEqual([A, B], self.client.calls)
+        self.assertEqual(["req-g"], self.client.request_ids)
+        self.assertEqual({A, B}, self.client.existing)
         self.assertIn("Created the forbidden traits ['CUSTOM_A']",
                       self.log.output)
+        self.assertEqual([self.guard], self.client.watched)
 
     def test_empty_wanted(self) -> None:
         self.assertEqual(frozenset(), self.guard.usable([]))
@@ -89,6 +129,7 @@ class TestTraitGuard(testtools.TestCase):
         self.clock.advance(1)
         self.assertEqual({A, B}, self.guard.usable([A, B]))
         self.assertEqual(calls + 2, len(self.client.calls))
+        self.assertIsNone(self.guard.last_error)
 
     def test_first_failure_waits_retry(self) -> None:
         self.client.error = RuntimeError("placement down")
@@ -102,6 +143,39 @@ class TestTraitGuard(testtools.TestCase):
         self.client.error = None
         self.clock.advance(RETRY)
         self.assertEqual({A}, self.guard.usable([A]))
+
+    def test_creation_refused_forbids_what_exists(self) -> None:
+        self.client.create_error = RuntimeError("HTTP 403")
+        self.assertEqual({B}, self.guard.usable([A, B]))
+        self.assertEqual("HTTP 403", self.guard.last_error)
+        self.assertIn("forbidding only ['CUSTOM_B']", self.log.output)
+        # Retried after RETRY_SECONDS, not before.
+        self.clock.advance(RETRY - 1)
+        self.guard.usable([A, B])
+        self.assertEqual([A, B], self.client.calls)
+        self.client.create_error = None
+        self.clock.advance(1)
+        self.assertEqual({A, B}, self.guard.usable([A, B]))
+
+    def test_outcome(self) -> None:
+        self.assertEqual(request_filter.Outcome(why=Skip.NO_TRAITS),
+                         self.guard.outcome([], frozenset()))
+        usable = self.guard.usable([A, B])
+        self.assertEqual(request_filter.Outcome(forbidden=frozenset({A, B})),
+                         self.guard.outcome([A, B], usable))
+        self.assertFalse(self.guard.outcome([A, B], usable).notable)
+        self.assertEqual(
+            request_filter.Outcome(frozenset({A, B}), frozenset({C}),
+                                   Skip.UNCONFIRMED),
+            self.guard.outcome([A, B, C], usable))
+        self.client.create_error = RuntimeError("HTTP 403")
+        usable = self.guard.usable([A, B, C])
+        outcome = self.guard.outcome([A, B, C], usable)
+        self.assertEqual(Skip.PLACEMENT_FAILED, outcome.why)
+        self.assertTrue(outcome.degraded)
+        self.assertEqual("pre-filter forbade CUSTOM_A, CUSTOM_B but not "
+                         "CUSTOM_C (placement did not confirm or create "
+                         "them: HTTP 403)", str(outcome))
 
     def test_factory_failure_is_retried(self) -> None:
         def broken() -> Any:
@@ -139,6 +213,108 @@ class TestTraitGuard(testtools.TestCase):
         self.assertEqual([A], self.client.calls)
 
 
+class TestRepair(testtools.TestCase):
+    """A failed candidate query makes the guard re-check at once."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.log = self.useFixture(fixtures.FakeLogger())
+        self.clock = fakes.FakeClock()
+        self.store = FakeStore()
+        self.guard = request_filter.TraitGuard(lambda: self.store,
+                                               clock=self.clock)
+        self.assertEqual({A, B}, self.guard.usable([A, B]))
+        self.store.calls.clear()
+
+    def test_deleted_trait_is_recreated_and_counted(self) -> None:
+        self.store.existing.discard(A)  # someone deleted it
+        self.guard.repair("req-1")
+        self.assertEqual(1, self.guard.repairs)
+        self.assertEqual({A, B}, self.store.existing)
+        self.assertEqual([A, B], self.store.calls)
+        self.assertIn("Placement no longer had the forbidden traits "
+                      "['CUSTOM_A'] (deleted?); re-created them",
+                      self.log.output)
+        self.assertEqual({A, B}, self.guard.usable([A, B]))
+
+    def test_nothing_lost_is_no_repair_and_quiet_for_a_while(self) -> None:
+        self.guard.repair()
+        self.assertEqual(0, self.guard.repairs)
+        self.assertEqual(2, len(self.store.calls))
+        # Other failures (placement overloaded) do not double the requests.
+        self.clock.advance(QUIET / 2)
+        self.guard.repair()
+        self.assertEqual(2, len(self.store.calls))
+        self.clock.advance(QUIET)
+        self.store.existing.discard(B)
+        self.guard.repair()
+        self.assertEqual(1, self.guard.repairs)
+
+    def test_placement_unreachable_forgets_everything(self) -> None:
+        self.store.error = RuntimeError("ConnectFailure")
+        self.guard.repair()
+        self.assertEqual(0, self.guard.repairs)
+        # Better a query that forbids nothing than NoValidHost for all.
+        self.assertEqual(frozenset(), self.guard.usable([A, B]))
+        self.assertEqual("ConnectFailure", self.guard.last_error)
+
+    def test_recreation_refused_forgets_that_trait(self) -> None:
+        self.store.existing.discard(A)
+        self.store.create_error = RuntimeError("HTTP 403")
+        self.guard.repair()
+        self.assertEqual(0, self.guard.repairs)
+        self.assertEqual({B}, self.guard.usable([A, B]))
+
+    def test_nothing_known_nothing_asked(self) -> None:
+        guard = request_filter.TraitGuard(lambda: self.store,
+                                          clock=self.clock)
+        guard.repair()
+        self.assertEqual([], self.store.calls)
+
+    def test_waits_for_a_check_under_way(self) -> None:
+        self.store.existing.discard(A)
+        self.assertTrue(self.guard._lock.acquire())
+        self.useFixture(fixtures.MockPatchObject(
+            request_filter, "REPAIR_WAIT_SECONDS", 0.01))
+        self.guard.repair()  # gives up waiting: no call, no crash
+        self.guard._lock.release()
+        self.assertEqual([], self.store.calls)
+        self.guard.repair()
+        self.assertEqual(1, self.guard.repairs)
+
+
+class TestOwnPlacementTraits(testtools.TestCase):
+    def test_uses_the_placement_client(self) -> None:
+        client = mock.Mock(spec=placement.PlacementClient)
+        client.existing_traits.return_value = {A}
+        store = request_filter.OwnPlacementTraits(client)
+        self.assertEqual({A}, store.existing_traits([A, B], "req-1"))
+        client.existing_traits.assert_called_once_with([A, B])
+        store.create_trait(B)
+        client.ensure_trait.assert_called_once_with(B)
+        store.watch(object())  # nothing to watch without Nova
+
+    def test_default_store_is_novas_client_when_nova_is_there(self) -> None:
+        from nova_drain_filters.clients import nova_report
+        self.assertIsInstance(request_filter._default_store(),
+                              nova_report.NovaPlacementTraits)
+
+    def test_default_store_without_nova(self) -> None:
+        adapter = object()
+        from_conf = self.useFixture(fixtures.MockPatchObject(
+            request_filter.http, "adapter_from_conf",
+            return_value=adapter)).mock
+        # An import of a module set to None in sys.modules fails, as
+        # importing Nova does where it is not installed.
+        self.useFixture(fixtures.MockPatchObject(sys, "modules", {
+            **sys.modules, "nova_drain_filters.clients.nova_report": None}))
+        store = request_filter._default_store()
+        self.assertIsInstance(store, request_filter.OwnPlacementTraits)
+        assert isinstance(store, request_filter.OwnPlacementTraits)
+        self.assertIs(adapter, store.client.adapter)
+        from_conf.assert_called_once_with(cfg.CONF, "placement", "placement")
+
+
 class PrefilterTestCase(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
@@ -148,10 +324,14 @@ class PrefilterTestCase(testtools.TestCase):
         self.log = self.useFixture(fixtures.FakeLogger())
         request_filter.uninstall()
         self.addCleanup(request_filter.uninstall)
-        self.client = fakes.FakePlacement()
+        self.client = FakeStore()
         self.guard = request_filter.TraitGuard(lambda: self.client)
         self.useFixture(fixtures.MockPatchObject(request_filter, "_guard",
                                                  self.guard))
+        self.notes: list[tuple[Any, Any]] = []
+        self.useFixture(fixtures.MockPatchObject(
+            summary, "record_prefilter",
+            lambda spec, note: self.notes.append((spec, note))))
 
 
 class TestDrainTraitsFilter(PrefilterTestCase):
@@ -169,24 +349,43 @@ class TestDrainTraitsFilter(PrefilterTestCase):
         self.assertTrue(request_filter.drain_traits_filter(None, spec))
         self.assertEqual({A}, set(spec.root_forbidden))
 
+    def test_passes_the_global_request_id(self) -> None:
+        ctxt = mock.Mock(global_id="req-global")
+        request_filter.drain_traits_filter(ctxt, objects.RequestSpec())
+        self.assertEqual(["req-global"], self.client.request_ids)
+
+    def test_records_a_note_for_the_summary(self) -> None:
+        spec = objects.RequestSpec()
+        request_filter.drain_traits_filter(None, spec)
+        self.assertEqual([(spec, request_filter.Outcome(
+            forbidden=frozenset(traits.DEFAULT_FORBIDDEN)))], self.notes)
+
     def test_option_off(self) -> None:
         self.conf.config(group="drain_filters", placement_prefilter=False)
         spec = objects.RequestSpec()
         self.assertIs(False, request_filter.drain_traits_filter(None, spec))
         self.assertEqual(set(), set(spec.root_forbidden))
         self.assertEqual([], self.client.calls)
+        self.assertEqual(Skip.OFF, self.notes[0][1].why)
 
     def test_empty_list(self) -> None:
         self.conf.config(group="drain_filters", forbidden_traits=[])
         spec = objects.RequestSpec()
         self.assertIs(False, request_filter.drain_traits_filter(None, spec))
         self.assertEqual(set(), set(spec.root_forbidden))
+        self.assertEqual("pre-filter forbade nothing (forbidden_traits is "
+                         "empty)", str(self.notes[0][1]))
+        self.assertFalse(self.notes[0][1].degraded)
 
     def test_placement_down_leaves_request(self) -> None:
         self.client.error = RuntimeError("down")
         spec = objects.RequestSpec()
         self.assertIs(False, request_filter.drain_traits_filter(None, spec))
         self.assertEqual(set(), set(spec.root_forbidden))
+        note = self.notes[0][1]
+        self.assertEqual("pre-filter forbade nothing (placement did not "
+                         "confirm or create them: down)", str(note))
+        self.assertTrue(note.degraded)
 
     def test_never_raises(self) -> None:
         self.useFixture(fixtures.MockPatchObject(
@@ -196,7 +395,9 @@ class TestDrainTraitsFilter(PrefilterTestCase):
         self.assertEqual(set(), set(spec.root_forbidden))
         self.assertIn("request left unchanged", self.log.output)
         self.assertEqual([], self.client.calls)
+        self.assertEqual(Skip.ERROR, self.notes[0][1].why)
         self.assertIs(False, request_filter.drain_traits_filter(None, object()))
+        self.assertEqual(Skip.ERROR, self.notes[1][1].why)
 
 
 class TestInstall(PrefilterTestCase):
@@ -247,16 +448,30 @@ class TestAllFilters(PrefilterTestCase):
         self.assertNotIn(request_filter.drain_traits_filter,
                          nova_request_filter.ALL_REQUEST_FILTERS)
 
-    def test_bad_option_stops_loading(self) -> None:
+    def load_conf(self, text: str) -> cfg.ConfigOpts:
         path = os.path.join(self.useFixture(fixtures.TempDir()).path, "n.conf")
         with open(path, "w") as f:
-            f.write("[drain_filters]\nforbidden_traits = FOO\n")
+            f.write(text)
         conf = cfg.ConfigOpts()
         drain_conf.register_opts(conf)
         conf(args=[], default_config_files=[path])
         self.useFixture(fixtures.MockPatchObject(drain_filters, "CONF", conf))
+        return conf
+
+    def test_bad_option_stops_loading(self) -> None:
+        self.load_conf("[drain_filters]\nforbidden_traits = FOO\n")
         exc = self.assertRaises(drain_conf.ConfigError,
                                 drain_filters.all_filters)
         self.assertIn("[drain_filters] forbidden_traits", str(exc))
         self.assertNotIn(request_filter.drain_traits_filter,
                          nova_request_filter.ALL_REQUEST_FILTERS)
+
+    def test_empty_value_stops_loading(self) -> None:
+        # It used to read as None and make StaleComputeNodeFilter raise on
+        # every request, passing every host.
+        self.load_conf("[drain_filters]\nstale_node_max_age =\n")
+        exc = self.assertRaises(drain_conf.ConfigError,
+                                drain_filters.all_filters)
+        self.assertEqual(
+            "[drain_filters] stale_node_max_age: empty value; give one, or "
+            "remove the line to get the default (0)", str(exc))

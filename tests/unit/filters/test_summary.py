@@ -21,6 +21,7 @@ from oslo_config import fixture as config_fixture
 
 import nova_drain_filters.filters  # noqa: F401  (fills OUR_FILTERS)
 from nova_drain_filters import decisions
+from nova_drain_filters import request_filter
 from nova_drain_filters.filters import summary
 
 RC = decisions.ReasonCode
@@ -29,6 +30,10 @@ DISABLED = decisions.Reason(RC.SERVICE_DISABLED, "maint")
 DOWN = decisions.Reason(RC.SERVICE_DOWN, "never seen")
 DUP = decisions.Reason(RC.DUPLICATE_NODE, "n1 is also on host b (u)")
 PREFIX = "nova-drain-filters: "
+Outcome, Skip = request_filter.Outcome, request_filter.Skip
+ALL_FORBIDDEN = Outcome(forbidden=frozenset({"CUSTOM_A"}))
+NOTHING = Outcome(skipped=frozenset({"CUSTOM_A"}), why=Skip.PLACEMENT_FAILED,
+                  detail="placement GET /traits: HTTP 503: down")
 
 
 class Spec:
@@ -209,3 +214,88 @@ class TestRecord(testtools.TestCase):
         self.assertFalse(worker.is_alive(),
                          "summary.record deadlocked in its own finalizer")
         self.assertIn("instance cyclic", self.log.output)
+
+
+class TestPrefilterNote(testtools.TestCase):
+    """The pre-filter's note joins the request's line."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.conf = self.useFixture(config_fixture.Config(cfg.CONF))
+        self.conf.config(group="filter_scheduler",
+                         enabled_filters=["ComputeFilter", DSF, SCNF])
+        summary.reset()
+        self.addCleanup(summary.reset)
+        self.log = self.useFixture(fixtures.FakeLogger(
+            level=logging.DEBUG, format="%(levelname)s %(message)s"))
+
+    def lines(self) -> list[str]:
+        return [line for line in self.log.output.splitlines()
+                if PREFIX in line]
+
+    def test_forbade_nothing_joins_the_line_at_info(self) -> None:
+        spec = Spec()
+        summary.record_prefilter(spec, NOTHING)
+        self.assertEqual([], self.lines())
+        summary.record(DSF, spec, 3, 3, {})
+        summary.record(SCNF, spec, 3, 3, {})
+        self.assertEqual(
+            ["INFO nova-drain-filters: request for instance inst-1: 3 hosts "
+             "in, 3 left: DisabledServiceFilter rejected 0; "
+             "StaleComputeNodeFilter rejected 0; pre-filter forbade nothing "
+             "(placement did not confirm or create them: placement GET "
+             "/traits: HTTP 503: down)"], self.lines())
+
+    def test_all_forbidden_says_nothing(self) -> None:
+        spec = Spec()
+        summary.record_prefilter(spec, ALL_FORBIDDEN)
+        self.assertEqual({}, summary._pending)
+        summary.record(DSF, spec, 3, 3, {})
+        summary.record(SCNF, spec, 3, 3, {})
+        self.assertNotIn("pre-filter", self.lines()[0])
+        self.assertTrue(self.lines()[0].startswith("DEBUG "))
+
+    def test_configured_empty_stays_debug(self) -> None:
+        spec = Spec()
+        summary.record_prefilter(spec, Outcome(why=Skip.NO_TRAITS))
+        summary.record(DSF, spec, 2, 2, {})
+        summary.record(SCNF, spec, 2, 2, {})
+        self.assertEqual(1, len(self.lines()))
+        self.assertTrue(self.lines()[0].startswith("DEBUG "))
+        self.assertTrue(self.lines()[0].endswith(
+            "; pre-filter forbade nothing (forbidden_traits is empty)"))
+
+    def test_no_candidates_line_written_when_spec_freed(self) -> None:
+        # Placement offered nothing: no host filter runs for this spec.
+        spec = Spec("inst-9")
+        summary.record_prefilter(spec, NOTHING)
+        del spec
+        self.assertEqual(
+            ["INFO nova-drain-filters: request for instance inst-9: "
+             "pre-filter forbade nothing (placement did not confirm or "
+             "create them: placement GET /traits: HTTP 503: down)"],
+            self.lines())
+
+    def test_no_drain_filter_enabled_line_at_once(self) -> None:
+        self.conf.config(group="filter_scheduler",
+                         enabled_filters=["ComputeFilter"])
+        spec = Spec()
+        summary.record_prefilter(spec, NOTHING)
+        self.assertEqual(1, len(self.lines()))
+        self.assertIn("instance inst-1: pre-filter forbade nothing",
+                      self.lines()[0])
+        self.assertEqual({}, summary._pending)
+
+    def test_never_raises(self) -> None:
+        class Broken:
+            notable = True
+
+            @property
+            def degraded(self) -> bool:
+                raise RuntimeError("bug")
+
+        self.conf.config(group="filter_scheduler",
+                         enabled_filters=["ComputeFilter"])
+        summary.record_prefilter(Spec(), Broken())
+        self.assertIn("Could not record the pre-filter outcome",
+                      self.log.output)
