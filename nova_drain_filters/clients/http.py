@@ -227,7 +227,7 @@ class ServiceClient:
                 self.service, "GET", where, None,
                 f"the version document shows no {wanted[0]}.x microversions; "
                 f"this client needs {self.microversion} (does the endpoint "
-                f"point at the {self.service} API?)", _request_id(resp))
+                f"point at the {self.service} API?)", request_id_of(resp))
         low, high = found
         if not low <= wanted <= high:
             raise MicroversionUnsupported(
@@ -235,7 +235,7 @@ class ServiceClient:
                 f"the service supports microversions "
                 f"{discover.version_to_string(low)} to "
                 f"{discover.version_to_string(high)}; this client needs "
-                f"{self.microversion}", _request_id(resp))
+                f"{self.microversion}", request_id_of(resp))
         self.supported = found
 
     def request(
@@ -287,7 +287,7 @@ class ServiceClient:
         return error_type(resp.status_code)(
             self.service, method, url, resp.status_code,
             error_message(resp.text, resp.headers.get("content-type", "")),
-            _request_id(resp))
+            request_id_of(resp))
 
     def _json(self, resp: Any, method: str, url: str) -> Any:
         try:
@@ -296,7 +296,7 @@ class ServiceClient:
             raise ApiError(
                 self.service, method, url, resp.status_code,
                 "response is not JSON: " + error_message(resp.text),
-                _request_id(resp),
+                request_id_of(resp),
             ) from None
 
     def get(self, url: str, *, microversion: str) -> Any:
@@ -304,10 +304,12 @@ class ServiceClient:
         return self.request("GET", url, microversion=microversion)[1]
 
 
-def _request_id(resp: Any) -> str | None:
+def request_id_of(resp: Any) -> str | None:
     """The request ID a service sent (Nova sends it twice; either will do)."""
-    found = (resp.headers.get("x-openstack-request-id")
-             or resp.headers.get("x-compute-request-id"))
+    headers = getattr(resp, "headers", None) or {}
+    found = (headers.get("x-openstack-request-id")
+             or headers.get("openstack-request-id")
+             or headers.get("x-compute-request-id"))
     return str(found) if found else None
 
 

@@ -55,22 +55,15 @@ class CandidateRepair(Protocol):
         """A query failed: re-create any forbidden trait placement lost."""
 
 
-def _request_id(resp: Any) -> str | None:
-    headers = getattr(resp, "headers", None) or {}
-    return headers.get("openstack-request-id") or headers.get(
-        "x-openstack-request-id")
-
-
 def _check(resp: Any, method: str, url: str, ok: tuple[int, ...]) -> None:
+    """Raise the typed error our own clients raise for the same answer."""
     if resp.status_code in ok:
         return
-    request_id = _request_id(resp)
     message = http.error_message(resp.text,
                                  resp.headers.get("content-type", ""))
-    if request_id:
-        message += f" (request {request_id})"
-    raise http.ApiError("placement", method, url, resp.status_code, message,
-                        request_id)
+    raise http.error_type(resp.status_code)(
+        "placement", method, url, resp.status_code, message,
+        http.request_id_of(resp))
 
 
 class NovaPlacementTraits:

@@ -126,7 +126,7 @@ class TestTraits(NovaReportTestCase):
         self.assertEqual(403, exc.status)
         self.assertEqual("req-p", exc.request_id)
         self.assertEqual("placement PUT /traits/CUSTOM_A: HTTP 403: Policy "
-                         "does not allow (request req-p)", str(exc))
+                         "does not allow (request-id req-p)", str(exc))
 
     def test_html_error_page_is_readable(self) -> None:
         self.mock.get(ENDPOINT + "/traits", status_code=502,
