@@ -183,21 +183,30 @@ def clear_consumer(
 ) -> ClearOutcome:
     """Remove only the orphaned part of one consumer's allocations.
 
-    :param drop: {provider: its compute node name} to take the consumer's
-        allocations off.
+    :param drop: {provider: the node it stands for} to take the consumer's
+        allocations off. A provider whose node is unknown (None) is never
+        taken from an existing instance: nothing could tell whether the
+        instance is on it.
 
     Checks again right before writing: the instance must still be missing
-    or still live elsewhere, and a migration's allocations are never
-    touched. If the consumer keeps allocations on other providers they are
-    rewritten without the dropped ones (guarded by the consumer
-    generation); otherwise the consumer's allocations are deleted.
+    or still live elsewhere (not on that node, not without a node yet), and
+    a migration's allocations are never touched. If the consumer keeps
+    allocations on other providers they are rewritten without the dropped
+    ones (guarded by the consumer generation); otherwise the consumer's
+    allocations are deleted.
     """
     providers = tuple(sorted(drop))
     server = compute.server(consumer)
-    for node in drop.values():
-        if reason_for(server, node) is None:
+    for rp, node in sorted(drop.items()):
+        if server is not None and node is None:
             return ClearOutcome(consumer, providers, "skipped",
-                                f"instance is on {node} now")
+                                f"no node known for provider {rp} to check "
+                                "the instance against")
+        if server is not None and reason_for(server, node) is None:
+            why = ("instance has no node yet" if not server.node else
+                   f"instance is {server.status}" if server.status in MOVING
+                   else f"instance is on {node} now")
+            return ClearOutcome(consumer, providers, "skipped", why)
     current = client.consumer_allocations(consumer)
     allocations = current.get("allocations") or {}
     if current.get("consumer_type") == "MIGRATION":

@@ -19,12 +19,14 @@ still in use. The CLI gathers the facts and carries the actions out.
 import dataclasses
 import datetime
 import enum
+from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 
 from oslo_utils import timeutils
 
+from nova_drain_filters import conf
 from nova_drain_filters import decisions
 from nova_drain_filters.clients import compute
 
@@ -38,6 +40,36 @@ _SERVICE_GONE = {decisions.ReasonCode.SERVICE_DOWN.value,
 # merely lacks its provider is nova-compute's to repair on its periodic.
 _RECORD_GONE = {decisions.ReasonCode.DUPLICATE_NODE.value,
                 decisions.ReasonCode.IRONIC_NODE_MISSING.value}
+
+#: ``[drain_filters] ironic_missing_max_fraction``'s default, for callers
+#: that read no nova.conf (the CLI): one rule, one default.
+DEFAULT_MAX_MISSING_FRACTION: float = next(
+    opt.default for _group, opts in conf.list_opts() for opt in opts
+    if opt.dest == "ironic_missing_max_fraction")
+
+
+class UntrustedListing(Exception):
+    """An Ironic listing lacks too many of the nodes Nova knows to be believed.
+
+    Raised instead of calling those nodes deleted; ``verdict`` has the counts.
+    """
+
+    def __init__(self, verdict: decisions.ListingVerdict) -> None:
+        self.verdict = verdict
+        super().__init__(str(verdict))
+
+
+def judge_listing(nodes: Iterable[decisions.NodeFacts],
+                  listed: Collection[str],
+                  max_fraction: float) -> decisions.ListingVerdict:
+    """``decisions.listing_verdict`` over the Ironic records among ``nodes``.
+
+    An Ironic compute node is named after its Ironic node's UUID
+    (``nova/virt/ironic/driver.py`` ``_node_resource``:
+    ``hypervisor_hostname = node.uuid``), so ``listed`` is the listing's UUIDs.
+    """
+    known = {n.nodename for n in nodes if decisions.is_ironic(n.hypervisor_type)}
+    return decisions.listing_verdict(known, listed, max_fraction)
 
 
 @dataclasses.dataclass(frozen=True)

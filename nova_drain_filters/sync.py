@@ -32,6 +32,12 @@ use) and sets or removes exactly those two traits, leaving every other one.
 * Idempotent: current traits are read in bulk first (Ironic's node list
   carries them; placement answers ``required=`` queries), so a run with
   nothing to change writes nothing.
+* Blast radius: a listing that lacks more of the Ironic nodes Nova knows
+  than ``[drain_filters] ironic_missing_max_fraction`` allows is not
+  believed (``stale.judge_listing``); the pass raises ``UntrustedListing``
+  before any write.
+* Without Ironic (no ``ironic_client``), the sync does what needs no
+  Ironic: duplicate records get ``CUSTOM_DRAIN_STALE_NODE``.
 """
 import dataclasses
 import enum
@@ -42,6 +48,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 
 from nova_drain_filters import decisions
+from nova_drain_filters import stale as stale_mod
 from nova_drain_filters import traits
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import ironic
@@ -50,6 +57,10 @@ from nova_drain_filters.clients import placement
 #: Ironic answers 409 while a conductor holds the node lock (cleaning...).
 IRONIC_LOCK_RETRIES = 3
 IRONIC_LOCK_WAIT = 0.5
+
+#: The longest wait between passes after failed ones, unless the interval
+#: itself is longer.
+MAX_BACKOFF = 900.0
 
 
 class Target(str, enum.Enum):
@@ -86,7 +97,8 @@ class SyncResult:
     changes: list[Change] = dataclasses.field(default_factory=list)
     failures: list[Failure] = dataclasses.field(default_factory=list)
     nodes: int = 0
-    ironic_nodes: int = 0
+    #: None when the cloud has no Ironic.
+    ironic_nodes: int | None = 0
     requests: int = 0
 
     @property
@@ -103,9 +115,22 @@ def _diff(target: Target, uuid: str, trait: str, want: bool, have: bool,
     return []
 
 
+def backoff(interval: float, failures: int) -> float:
+    """Seconds to wait before the next pass after ``failures`` failed ones.
+
+    The interval after a good pass; then twice as long per failure in a
+    row, up to ``MAX_BACKOFF`` (or the interval, if that is longer), so a
+    Nova outage is not hammered and recovery is still seen within minutes.
+    """
+    if failures <= 0:
+        return float(interval)
+    return float(min(interval * 2 ** min(failures, 32),
+                     max(interval, MAX_BACKOFF)))
+
+
 def plan(
     nodes: Sequence[decisions.NodeFacts],
-    ironic_nodes: Mapping[str, decisions.IronicNodeFacts],
+    ironic_nodes: Mapping[str, decisions.IronicNodeFacts] | None,
     placement_traits: Mapping[str, set[str]],
 ) -> list[Change]:
     """Compute the changes; a pure function of the three inputs.
@@ -113,14 +138,15 @@ def plan(
     :param nodes: Nova's compute node records, listed *before* Ironic's
         nodes: Nova learns of nodes only from Ironic, so a record whose node
         is then missing from Ironic's complete list was deleted there.
-    :param ironic_nodes: every Ironic node, by UUID, with its traits.
+    :param ironic_nodes: every Ironic node, by UUID, with its traits; None
+        on a cloud without Ironic (only duplicates are then marked).
     :param placement_traits: for each managed trait, the providers that
         carry it now.
     """
     changes: list[Change] = []
     bm = traits.BAREMETAL_UNAVAILABLE
     unavailable = {}
-    for uuid, bm_node in sorted(ironic_nodes.items()):
+    for uuid, bm_node in sorted((ironic_nodes or {}).items()):
         reasons = decisions.baremetal_reasons(bm_node)
         unavailable[uuid] = reasons
         changes += _diff(Target.IRONIC, uuid, bm, bool(reasons),
@@ -134,17 +160,19 @@ def plan(
         if node.key in duplicates:
             stale.append(duplicates[node.key])
         is_ironic = decisions.is_ironic(node.hypervisor_type)
-        if is_ironic and node.nodename not in ironic_nodes:
+        listed = ironic_nodes is not None and node.nodename in ironic_nodes
+        if is_ironic and ironic_nodes is not None and not listed:
             stale.append(decisions.missing_from_ironic_reason(node.nodename))
-        have = placement_traits
-        changes += _diff(Target.PLACEMENT, node.uuid, traits.STALE_NODE,
-                         bool(stale),
-                         node.uuid in have.get(traits.STALE_NODE, set()),
-                         decisions.summarize(stale))
-        if is_ironic and node.nodename in ironic_nodes:
+        carried = node.uuid in placement_traits.get(traits.STALE_NODE, set())
+        # Without Ironic, whether an Ironic record's node is gone is unknown:
+        # a trait set by an earlier run stays.
+        if stale or not (is_ironic and ironic_nodes is None):
+            changes += _diff(Target.PLACEMENT, node.uuid, traits.STALE_NODE,
+                             bool(stale), carried, decisions.summarize(stale))
+        if is_ironic and listed:
             reasons = unavailable[node.nodename]
             changes += _diff(Target.PLACEMENT, node.uuid, bm, bool(reasons),
-                             node.uuid in have.get(bm, set()),
+                             node.uuid in placement_traits.get(bm, set()),
                              decisions.summarize(reasons))
     return changes
 
@@ -155,33 +183,44 @@ class TraitSync:
     def __init__(
         self,
         list_compute_nodes: Callable[[], Iterable[decisions.NodeFacts]],
-        ironic_client: ironic.IronicClient,
+        ironic_client: ironic.IronicClient | None,
         placement_client: placement.PlacementClient,
         page_size: int = 1000,
         sleep: Callable[[float], None] = time.sleep,
+        max_missing_fraction: float = stale_mod.DEFAULT_MAX_MISSING_FRACTION,
     ) -> None:
+        """:param ironic_client: None on a cloud without Ironic."""
         self.list_compute_nodes = list_compute_nodes
         self.ironic = ironic_client
         self.placement = placement_client
         self.page_size = page_size
         self.sleep = sleep
+        self.max_missing_fraction = max_missing_fraction
 
     def providers_with(self, trait: str) -> set[str]:
         """UUIDs of the providers that carry ``trait`` (one request)."""
         return {rp["uuid"] for rp in self.placement.providers(required=trait)}
 
     def gather(self, dry_run: bool = False) -> tuple[
-            list[decisions.NodeFacts], dict[str, decisions.IronicNodeFacts],
-            dict[str, set[str]]]:
+            list[decisions.NodeFacts],
+            dict[str, decisions.IronicNodeFacts] | None, dict[str, set[str]]]:
         """Nova first, then Ironic, then placement (see ``plan``).
 
         Placement answers 400 to a query naming an unknown trait, so the
         managed traits are created first; a dry run creates nothing and
-        takes an unknown trait as carried by no provider.
+        takes an unknown trait as carried by no provider. Raises
+        ``stale.UntrustedListing`` (before touching placement) for an Ironic
+        listing that lacks too many of the nodes Nova knows.
         """
         nodes = list(self.list_compute_nodes())
-        ironic_nodes = {n.uuid: n for n in self.ironic.list_nodes(
-            self.page_size)}
+        ironic_nodes = None
+        if self.ironic is not None:
+            ironic_nodes = {n.uuid: n for n in self.ironic.list_nodes(
+                self.page_size)}
+            verdict = stale_mod.judge_listing(nodes, ironic_nodes,
+                                              self.max_missing_fraction)
+            if not verdict.trusted:
+                raise stale_mod.UntrustedListing(verdict)
         if dry_run:
             known = self.placement.existing_traits(traits.MANAGED)
         else:
@@ -194,11 +233,13 @@ class TraitSync:
 
     def run(self, dry_run: bool = False) -> SyncResult:
         """One pass. Failures of single changes are collected, not raised;
-        a failure to gather the facts raises ApiError (nothing was changed).
+        a failure to gather the facts raises ApiError, an untrusted Ironic
+        listing ``stale.UntrustedListing`` (nothing was changed).
         """
-        before = self.ironic.requests + self.placement.requests
+        before = self._requests()
         nodes, ironic_nodes, have = self.gather(dry_run)
-        result = SyncResult(nodes=len(nodes), ironic_nodes=len(ironic_nodes))
+        result = SyncResult(nodes=len(nodes), ironic_nodes=(
+            None if ironic_nodes is None else len(ironic_nodes)))
         changes = plan(nodes, ironic_nodes, have)
         if dry_run:
             result.changes = changes
@@ -230,8 +271,12 @@ class TraitSync:
         result.requests = self._requests_since(before)
         return result
 
+    def _requests(self) -> int:
+        return self.placement.requests + (self.ironic.requests
+                                          if self.ironic is not None else 0)
+
     def _requests_since(self, before: int) -> int:
-        return self.ironic.requests + self.placement.requests - before
+        return self._requests() - before
 
     def _apply(self, change: Change, apply: Callable[[Change], None],
                result: SyncResult) -> None:
@@ -242,6 +287,7 @@ class TraitSync:
             result.failures.append(Failure(change, str(exc)))
 
     def _apply_ironic(self, change: Change) -> None:
+        assert self.ironic is not None  # plan() makes no Ironic change then
         for attempt in range(IRONIC_LOCK_RETRIES + 1):
             try:
                 if change.action is Action.ADD:

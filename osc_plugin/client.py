@@ -16,13 +16,18 @@ Endpoints come from the catalog, or from the usual overrides
 (``--os-<service>-endpoint-override`` in clouds.yaml terms, or
 ``OS_COMPUTE_ENDPOINT_OVERRIDE``-style variables), through keystoneauth.
 """
+import logging
 from typing import Any
 
 from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import exceptions as ks_exc
+from osc_lib import exceptions
 
 from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import ironic
 from nova_drain_filters.clients import placement
+
+LOG = logging.getLogger(__name__)
 
 
 class DrainClient:
@@ -68,13 +73,56 @@ class DrainClient:
         return self._client("baremetal", ironic.IronicClient)
 
     def has_ironic(self) -> bool:
-        """Whether the catalog (or an override) has a baremetal endpoint."""
+        """Whether the catalog (or an override) has a baremetal endpoint.
+
+        Only a catalog without one means no Ironic. Any other failure to
+        look it up (Keystone unreachable, expired token...) raises a
+        CommandError naming the endpoint: taking it for "no Ironic" would
+        silently drop the rules that need Ironic.
+        """
         if self.overrides.get("baremetal"):
             return True
         try:
             return bool(self._adapter("baremetal").get_endpoint())
-        except Exception:
+        except ks_exc.EndpointNotFound:
             return False
+        except ks_exc.ClientException as exc:
+            raise exceptions.CommandError(
+                "cannot look up the baremetal (Ironic) endpoint: "
+                f"{type(exc).__name__}: {exc}") from None
+
+    def token_scope(self) -> str | None:
+        """Why the token may not see every Ironic node, or None.
+
+        Ironic's default policy (``ironic/common/policy.py``,
+        ``baremetal:node:list_all`` is ``SYSTEM_READER``; the API falls back
+        to ``baremetal:node:list`` filtered by owner or lessee) lists every
+        node only to a system-scoped reader or the ``service`` role. A
+        project admin sees every node only where the legacy policy is still
+        in force. None when the token is system-scoped, has the service
+        role, or cannot be inspected (the listing's counts still decide).
+        """
+        auth = getattr(self.session, "auth", None)
+        get_access = getattr(auth, "get_access", None) or getattr(
+            auth, "get_auth_ref", None)
+        if get_access is None:
+            return None
+        try:
+            access = get_access(self.session)
+        except ks_exc.ClientException as exc:
+            LOG.debug("cannot inspect the token: %s", exc)
+            return None
+        if access is None or getattr(access, "system_scoped", False):
+            return None
+        roles = set(getattr(access, "role_names", None) or ())
+        if "service" in roles:
+            return None
+        project = getattr(access, "project_name", None) or getattr(
+            access, "project_id", None)
+        return (f"the token is scoped to project {project} (roles: "
+                f"{', '.join(sorted(roles)) or 'none'}); by Ironic's default "
+                "policy it lists only the nodes that project owns or leases: "
+                "use a system-scoped token (--os-system-scope all)")
 
     @property
     def requests(self) -> int:

@@ -22,11 +22,16 @@ from osc_lib import exceptions
 from osc_lib.command import command
 from oslo_utils import uuidutils
 
+from nova_drain_filters import decisions
+from nova_drain_filters import stale
 from nova_drain_filters.clients import http
 from osc_plugin import client as drain_client_mod
 
 #: Exit status of a list command given --exit-code when it found anything.
 FOUND_EXIT = 3
+
+#: The CLI's default for both fractions: the option's default.
+DEFAULT_FRACTION = stale.DEFAULT_MAX_MISSING_FRACTION
 
 
 def drain_client(app: Any) -> drain_client_mod.DrainClient:
@@ -42,6 +47,72 @@ def uuid_arg(what: str) -> Any:
             raise argparse.ArgumentTypeError(f"{what} {value!r} is not a UUID")
         return str(uuid.UUID(value))  # the spelling the APIs return
     return check
+
+
+def int_arg(what: str, low: int, high: int) -> Any:
+    """An argparse type for an integer from ``low`` to ``high``."""
+    def check(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            number = low - 1
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(
+                f"{what} {value!r}: must be an integer from {low} to {high}")
+        return number
+    return check
+
+
+def fraction_arg(what: str) -> Any:
+    """An argparse type for a fraction from 0.0 to 1.0."""
+    def check(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not 0.0 <= number <= 1.0:  # NaN fails too
+            raise argparse.ArgumentTypeError(
+                f"{what} {value!r}: must be a fraction from 0.0 to 1.0")
+        return number
+    return check
+
+
+def add_missing_fraction_option(parser: argparse.ArgumentParser) -> None:
+    """``--max-missing-fraction``: the CLI's ironic_missing_max_fraction."""
+    parser.add_argument(
+        "--max-missing-fraction", metavar="<fraction>",
+        type=fraction_arg("--max-missing-fraction"), default=DEFAULT_FRACTION,
+        help="largest share of the Ironic compute nodes Nova knows that the "
+             "Ironic listing may lack and still be believed (default "
+             f"{DEFAULT_FRACTION}, as [drain_filters] "
+             "ironic_missing_max_fraction)")
+
+
+def untrusted(client: Any, verdict: decisions.ListingVerdict,
+              fraction: float) -> str:
+    """Why an Ironic listing is not believed, and what to do about it."""
+    scope = client.token_scope()
+    return (f"{verdict}, more than --max-missing-fraction {fraction} "
+            "([drain_filters] ironic_missing_max_fraction) allows: the "
+            "credentials may not see every node"
+            + (f" ({scope})" if scope else "")
+            + "; if the nodes really are gone, raise --max-missing-fraction")
+
+
+def check_budget(acting: int, total: int, what: str,
+                 max_fraction: float) -> None:
+    """Refuse to touch more than ``max_fraction`` of ``total`` in one run.
+
+    A disruption budget: a partial view of the cloud (a project-scoped
+    token, a missing cell) makes everything look stale or orphaned; one run
+    must not act on all of it.
+    """
+    allowed = decisions.allowed_count(total, max_fraction)
+    if acting > allowed:
+        raise exceptions.CommandError(
+            f"refusing to act on {acting} of {total} {what} in one run: "
+            f"--max-fraction {max_fraction} allows {allowed}; check the plan, "
+            "then raise --max-fraction or clear fewer at a time")
 
 
 @contextlib.contextmanager
@@ -101,15 +172,34 @@ class ClearCommand(command.Lister):
                             help="show the plan and change nothing")
         parser.add_argument("--yes", action="store_true",
                             help="do not ask for confirmation")
+        parser.add_argument(
+            "--max-fraction", metavar="<fraction>",
+            type=fraction_arg("--max-fraction"), default=DEFAULT_FRACTION,
+            help="act on at most this share of the compute nodes in one run "
+                 f"(default {DEFAULT_FRACTION}; at least one is always "
+                 "allowed)")
         return parser
 
-    def confirm(self, parsed_args: argparse.Namespace,
-                plan: list[str]) -> bool:
-        """Print the plan on stderr; True to go ahead."""
+    def confirm(self, parsed_args: argparse.Namespace, plan: list[str],
+                budget: tuple[int, int, str] | None = None) -> bool:
+        """Print the plan on stderr; True to go ahead.
+
+        :param budget: (records the plan touches, records in the cloud, what
+            they are) for ``check_budget``: a plan over budget is refused
+            (a dry run only says so).
+        """
         if not plan:
             return False
         stderr = self.app.stderr
         stderr.write("Plan:\n" + "".join(f"  {line}\n" for line in plan))
+        stderr.flush()
+        if budget is not None:
+            try:
+                check_budget(*budget, parsed_args.max_fraction)
+            except exceptions.CommandError as exc:
+                if not parsed_args.dry_run:
+                    raise
+                stderr.write(f"A run without --dry-run would stop: {exc}\n")
         if parsed_args.dry_run:
             return False
         if parsed_args.yes:

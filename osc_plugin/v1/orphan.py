@@ -50,6 +50,18 @@ def _gather(app: Any) -> list[orphans.Orphan]:
         progress.close()
 
 
+def _budget(client: Any, found: list[orphans.Orphan]) -> tuple[int, int, str]:
+    """The disruption budget's counts: compute nodes touched, and in all.
+
+    A node's whole provider tree counts once; a provider with no node
+    counts on its own.
+    """
+    with common.api_errors():
+        nodes = {h.hypervisor_hostname for h in client.nova.hypervisors()}
+    touched = {o.node or o.provider for o in found}
+    return (len(touched), len(nodes | touched), "compute nodes")
+
+
 class ListOrphan(common.DrainLister):
     """List allocations whose consumer is gone or lives on another node.
 
@@ -99,8 +111,9 @@ class ClearOrphan(common.ClearCommand):
                 orphan.node)
         plan = [f"{consumer}: remove its allocations on {', '.join(sorted(d))}"
                 for consumer, d in sorted(by_consumer.items())]
-        go = self.confirm(parsed_args, plan)
         client: Any = common.drain_client(self.app)
+        go = self.confirm(parsed_args, plan,
+                          _budget(client, found) if plan else None)
         rows = []
         for consumer, drop in sorted(by_consumer.items()):
             if not go:

@@ -31,25 +31,38 @@ COLUMNS = ("UUID", "Kind", "Host", "Node", "Hypervisor Type", "Reasons",
 REASONS = sorted(c.value for c in decisions.ReasonCode)
 
 
+class StepRefused(Exception):
+    """A step the re-check before writing stopped: the plan is out of date."""
+
+
 class Facts:
     """Everything ``stale`` needs, gathered in bulk (pages, not records)."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, max_missing_fraction: float) -> None:
         client = common.drain_client(app)
         self.client = client
+        self.max_missing_fraction = max_missing_fraction
         progress = common.Progress("reading provider allocations")
         with common.api_errors(), contextlib.closing(progress):
             self.hypervisors = client.nova.hypervisors()
             services = client.nova.services()
             self.servers = client.nova.servers()
             self.migrations = client.nova.migrations_in_progress()
-            providers = {p["uuid"] for p in client.placement.providers()}
+            listed = client.placement.providers()
+            providers = {p["uuid"] for p in listed}
             compute = {p["uuid"] for p in client.placement.providers(
                 required="COMPUTE_NODE")}
             # After Nova's records: Nova learns nodes only from Ironic.
             ironic_nodes = None
+            #: The Ironic listing's verdict; None without Ironic.
+            self.verdict: decisions.ListingVerdict | None = None
             if client.has_ironic():
                 ironic_nodes = {n.uuid: n for n in client.ironic.list_nodes(1000)}
+                self.verdict = stale.judge_listing(
+                    [h.facts for h in self.hypervisors], ironic_nodes,
+                    max_missing_fraction)
+                if not self.verdict.trusted:
+                    ironic_nodes = None
             now = datetime.datetime.now(datetime.timezone.utc)
             records = stale.find_stale(self.hypervisors, services, providers,
                                        compute, ironic_nodes, self.servers, now)
@@ -59,12 +72,29 @@ class Facts:
         self.records = [
             dataclasses.replace(r, allocations=len(
                 self.allocations.get(r.uuid, {}))) for r in records]
+        #: Compute node records and compute providers: the budget's total.
+        self.total = len({h.uuid for h in self.hypervisors} | compute)
+        # The node each stale provider stands for: its compute node's name,
+        # or for a provider without one, its name, which Nova sets to the
+        # node's (nova/compute/resource_tracker.py _update_to_placement:
+        # get_provider_tree_and_ensure_root(..., name=hypervisor_hostname)).
+        names = {p["uuid"]: p.get("name") for p in listed}
+        self.nodes: dict[str, str | None] = {
+            r.uuid: (r.node if r.kind == stale.COMPUTE_NODE
+                     else names.get(r.uuid)) or None for r in self.records}
+
+    @property
+    def untrusted(self) -> str | None:
+        """Why the Ironic listing is not believed, or None."""
+        if self.verdict is None or self.verdict.trusted:
+            return None
+        return common.untrusted(self.client, self.verdict,
+                                self.max_missing_fraction)
 
     def live_consumers(self) -> dict[str, list[str]]:
         live = orphans.Liveness(self.servers, self.migrations)
-        nodes = {r.uuid: r.node or None for r in self.records}
         return {rp: [c for c in consumers
-                     if live.orphan_reason(c, nodes.get(rp)) is None]
+                     if live.orphan_reason(c, self.nodes.get(rp)) is None]
                 for rp, consumers in self.allocations.items()}
 
 
@@ -83,10 +113,15 @@ class ListStale(common.DrainLister):
                             help="only records of this compute host")
         parser.add_argument("--reason", metavar="<reason>", choices=REASONS,
                             help="only records with this reason code")
+        common.add_missing_fraction_option(parser)
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
-        facts = Facts(self.app)
+        facts = Facts(self.app, parsed_args.max_missing_fraction)
+        if facts.untrusted:
+            self.app.stderr.write(
+                f"not reporting {decisions.ReasonCode.IRONIC_NODE_MISSING.value}"
+                f": {facts.untrusted}\n")
         records = facts.records
         if parsed_args.host:
             hosts = {h.host for h in facts.hypervisors}
@@ -105,23 +140,25 @@ class ClearStale(common.ClearCommand):
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
-        parser.add_argument("uuids", metavar="<uuid>", nargs="*",
-                            type=common.uuid_arg("stale record"),
-                            help="compute node or provider UUIDs from "
-                                 "'stale list'")
-        parser.add_argument("--all", action="store_true",
-                            help="every record 'stale list' shows")
+        which = parser.add_mutually_exclusive_group(required=True)
+        which.add_argument("uuids", metavar="<uuid>", nargs="*", default=[],
+                           type=common.uuid_arg("stale record"),
+                           help="compute node or provider UUIDs from "
+                                "'stale list'")
+        which.add_argument("--all", action="store_true",
+                           help="every record 'stale list' shows")
         parser.add_argument(
             "--nova-config", metavar="<path>",
             help="nova.conf of a controller; needed to remove a single "
                  "compute node record (there is no API for it)")
+        common.add_missing_fraction_option(parser)
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
-        if bool(parsed_args.uuids) == bool(parsed_args.all):
+        facts = Facts(self.app, parsed_args.max_missing_fraction)
+        if facts.untrusted:
             raise exceptions.CommandError(
-                "name the stale records to clear, or pass --all")
-        facts = Facts(self.app)
+                f"refusing to clear anything: {facts.untrusted}")
         records = facts.records
         if parsed_args.uuids:
             known = {r.uuid for r in records}
@@ -133,8 +170,11 @@ class ClearStale(common.ClearCommand):
         actions = stale.plan_clear(records, facts.hypervisors,
                                    facts.live_consumers())
         todo = [a for a in actions if a.step is not stale.Step.SKIP]
-        go = self.confirm(parsed_args, [
-            f"{a.step.value} {a.target} ({a.detail})" for a in todo])
+        go = self.confirm(
+            parsed_args,
+            [f"{a.step.value} {a.target} ({a.detail})" for a in todo],
+            (sum(len(a.records) or 1 for a in todo), facts.total,
+             "compute node records and providers"))
         rows = []
         for action in actions:
             if action.step is stale.Step.SKIP:
@@ -146,7 +186,7 @@ class ClearStale(common.ClearCommand):
                 continue
             try:
                 result = self._carry_out(action, facts, parsed_args)
-            except (http.ApiError, nova_db.Unavailable) as exc:
+            except (http.ApiError, nova_db.Unavailable, StepRefused) as exc:
                 self.failures.append(f"{action.step.value} {action.target}: {exc}")
                 result = "failed"
             rows.append((action.step.value, action.target, result))
@@ -168,21 +208,38 @@ class ClearStale(common.ClearCommand):
                 raise nova_db.Unavailable(
                     "no API removes a single compute node record; run on a "
                     "controller with --nova-config /etc/nova/nova.conf")
+            # Dead consumers first: if one is live again, nothing is deleted.
+            cleared = self._clear_dead(client, action.target, facts)
             where = nova_db.delete_compute_node(action.target,
                                                 parsed_args.nova_config)
-            dropped = self._drop_provider(client, action.target, facts)
+            dropped = self._delete_provider(client, action.target, cleared)
             return f"deleted {where}; {dropped}"
-        return self._drop_provider(client, action.target, facts)
+        cleared = self._clear_dead(client, action.target, facts)
+        return self._delete_provider(client, action.target, cleared)
 
-    def _drop_provider(self, client: Any, rp: str, facts: Facts) -> str:
+    def _clear_dead(self, client: Any, rp: str, facts: Facts) -> int:
+        """Clear the allocations of the provider's dead consumers.
+
+        Each consumer is checked again against the node the provider stands
+        for: one that is on that node now (it landed there after the plan),
+        or has no node yet, keeps its allocation, and the step stops there.
+        """
         dead = facts.allocations.get(rp, {})
+        node = facts.nodes.get(rp)
         for consumer in sorted(dead):
-            orphans.clear_consumer(client.nova, client.placement, consumer,
-                                   {rp: None})
+            outcome = orphans.clear_consumer(client.nova, client.placement,
+                                             consumer, {rp: node})
+            if outcome.result == "skipped":
+                raise StepRefused(f"kept: consumer {consumer}: "
+                                  f"{outcome.error}")
+        return len(dead)
+
+    @staticmethod
+    def _delete_provider(client: Any, rp: str, cleared: int) -> str:
         try:
             client.placement.delete_provider(rp)
         except http.ApiError as exc:
             if isinstance(exc, http.NotFound):
                 return "provider already gone"
             raise
-        return f"provider deleted ({len(dead)} dead consumer(s) cleared)"
+        return f"provider deleted ({cleared} dead consumer(s) cleared)"

@@ -14,13 +14,21 @@
 import argparse
 import time
 from typing import Any
+from typing import NoReturn
 
 from osc_lib import exceptions
 
+from nova_drain_filters import stale
 from nova_drain_filters import sync
+from nova_drain_filters.clients import http
 from osc_plugin.v1 import common
 
 COLUMNS = ("Target", "UUID", "Trait", "Action", "Why", "Result")
+
+#: --interval bounds: a pass every few seconds at most, at least once a day.
+MIN_INTERVAL, MAX_INTERVAL = 5, 86400
+#: Ironic's own [api] max_limit is 1000; a larger page only wastes memory.
+MAX_PAGE_SIZE = 10000
 
 
 class RunSync(common.DrainLister):
@@ -28,62 +36,104 @@ class RunSync(common.DrainLister):
 
     CUSTOM_DRAIN_BAREMETAL_UNAVAILABLE follows Ironic's view of each node;
     CUSTOM_DRAIN_STALE_NODE marks duplicate records and nodes gone from
-    Ironic. No other trait is touched.
+    Ironic. No other trait is touched. On a cloud without Ironic only
+    duplicates are marked.
     """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument("--dry-run", action="store_true",
                             help="show what would change; change nothing")
-        parser.add_argument("--watch", action="store_true",
-                            help="run again every --interval seconds until "
-                                 "interrupted")
-        parser.add_argument("--interval", type=int, default=60,
-                            metavar="<seconds>",
-                            help="seconds between runs with --watch (>= 5)")
-        parser.add_argument("--page-size", type=int, default=1000,
-                            metavar="<nodes>", help="Ironic nodes per request")
+        parser.add_argument(
+            "--watch", action="store_true",
+            help="run again every --interval seconds until stopped by a "
+                 "signal; a failed pass is reported and retried later")
+        parser.add_argument(
+            "--interval", default=60, metavar="<seconds>",
+            type=common.int_arg("--interval", MIN_INTERVAL, MAX_INTERVAL),
+            help=f"seconds between runs with --watch ({MIN_INTERVAL} to "
+                 f"{MAX_INTERVAL}); doubled after each failed pass, up to "
+                 f"{sync.MAX_BACKOFF:g} s")
+        parser.add_argument(
+            "--page-size", default=1000, metavar="<nodes>",
+            type=common.int_arg("--page-size", 1, MAX_PAGE_SIZE),
+            help="Ironic nodes per request")
+        common.add_missing_fraction_option(parser)
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
-        if parsed_args.interval < 5:
-            raise exceptions.CommandError(
-                f"--interval {parsed_args.interval}: must be 5 or more")
-        if parsed_args.page_size < 1:
-            raise exceptions.CommandError(
-                f"--page-size {parsed_args.page_size}: must be positive")
-        client = common.drain_client(self.app)
-        engine = sync.TraitSync(
-            lambda: [h.facts for h in client.nova.hypervisors()],
-            client.ironic, client.placement, page_size=parsed_args.page_size)
-        rows: list[tuple[Any, ...]] = []
-        while True:
-            with common.api_errors():
-                result = engine.run(dry_run=parsed_args.dry_run)
-            done = "planned" if parsed_args.dry_run else "done"
-            batch = [(c.target.value, c.uuid, c.trait, c.action.value, c.why,
-                      done) for c in result.changes]
-            batch += [(f.change.target.value, f.change.uuid, f.change.trait,
-                       f.change.action.value, f.change.why,
-                       f"failed: {f.error}") for f in result.failures]
-            self.app.stderr.write(
-                f"sync: {result.nodes} compute nodes, {result.ironic_nodes} "
-                f"Ironic nodes, {len(result.changes)} change(s), "
-                f"{len(result.failures)} failure(s), {result.requests} "
-                f"requests\n")
-            if not parsed_args.watch:
-                rows = batch
-                break
-            for row in batch:
-                self.app.stdout.write("  ".join(map(str, row)) + "\n")
-            self.app.stdout.flush()
-            try:
-                time.sleep(parsed_args.interval)
-            except KeyboardInterrupt:
-                break
+        self.failed = False
+        if parsed_args.watch:
+            self._watch(parsed_args)  # returns only by an exception
+        result = self._pass(parsed_args)
+        rows = self._rows(result, parsed_args)
         self.found = len(rows)
         self.failed = bool(result.failures)
         return COLUMNS, rows
+
+    def _pass(self, parsed_args: argparse.Namespace) -> sync.SyncResult:
+        """One pass; CommandError, naming what went wrong, if it fails."""
+        client = common.drain_client(self.app)
+        with common.api_errors():
+            ironic = client.ironic if client.has_ironic() else None
+            engine = sync.TraitSync(
+                lambda: [h.facts for h in client.nova.hypervisors()],
+                ironic, client.placement, page_size=parsed_args.page_size,
+                max_missing_fraction=parsed_args.max_missing_fraction)
+            try:
+                result = engine.run(dry_run=parsed_args.dry_run)
+            except stale.UntrustedListing as exc:
+                raise exceptions.CommandError(
+                    "refusing to sync: " + common.untrusted(
+                        client, exc.verdict,
+                        parsed_args.max_missing_fraction)) from None
+        ironic_nodes = ("no Ironic" if result.ironic_nodes is None
+                        else f"{result.ironic_nodes} Ironic nodes")
+        self.app.stderr.write(
+            f"sync: {result.nodes} compute nodes, {ironic_nodes}, "
+            f"{len(result.changes)} change(s), {len(result.failures)} "
+            f"failure(s), {result.requests} requests\n")
+        self.app.stderr.flush()
+        return result
+
+    @staticmethod
+    def _rows(result: sync.SyncResult,
+              parsed_args: argparse.Namespace) -> list[tuple[Any, ...]]:
+        done = "planned" if parsed_args.dry_run else "done"
+        rows = [(c.target.value, c.uuid, c.trait, c.action.value, c.why,
+                 done) for c in result.changes]
+        rows += [(f.change.target.value, f.change.uuid, f.change.trait,
+                  f.change.action.value, f.change.why, f"failed: {f.error}")
+                 for f in result.failures]
+        return rows
+
+    def _watch(self, parsed_args: argparse.Namespace) -> NoReturn:
+        """Pass after pass until a signal; a failed pass never ends it.
+
+        Each pass prints its changes on stdout and its summary (or why it
+        failed) on stderr. After a failure the wait doubles (``backoff``);
+        the next good pass brings it back to the interval. Ctrl-C ends the
+        command with exit status 130 (cliff's handling of
+        KeyboardInterrupt); SIGTERM ends the process.
+        """
+        failures = 0
+        while True:
+            try:
+                result = self._pass(parsed_args)
+            except (exceptions.CommandError, http.ApiError) as exc:
+                failures += 1
+                wait = sync.backoff(parsed_args.interval, failures)
+                self.app.stderr.write(
+                    f"sync: pass failed ({failures} in a row): {exc}; next "
+                    f"pass in {wait:g} s\n")
+            else:
+                failures = 0
+                wait = sync.backoff(parsed_args.interval, 0)
+                for row in self._rows(result, parsed_args):
+                    self.app.stdout.write("  ".join(map(str, row)) + "\n")
+                self.app.stdout.flush()
+            self.app.stderr.flush()
+            time.sleep(wait)
 
     def run(self, parsed_args: argparse.Namespace) -> int:
         self.failed = False

@@ -53,6 +53,7 @@ import logging
 import os
 import threading
 import warnings
+from collections.abc import Callable
 from collections.abc import Iterator
 from typing import Any
 from typing import NamedTuple
@@ -166,14 +167,26 @@ def unserved_app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
 
 
 class _Stream(io.StringIO):
-    """A captured stream whose ``isatty()`` is chosen by the test."""
+    """A captured stream whose ``isatty()`` is chosen by the test.
 
-    def __init__(self, text: str = "", tty: bool = False) -> None:
+    ``before_read``, if set, is called once, when the command first reads:
+    the moment between a plan on stderr and the operator's answer.
+    """
+
+    def __init__(self, text: str = "", tty: bool = False,
+                 before_read: Callable[[], object] | None = None) -> None:
         super().__init__(text)
         self.tty = tty
+        self.before_read = before_read
 
     def isatty(self) -> bool:
         return self.tty
+
+    def readline(self, size: int | None = -1) -> str:
+        if self.before_read is not None:
+            before_read, self.before_read = self.before_read, None
+            before_read()
+        return super().readline(size)
 
 
 class _DropServerLogs(logging.Filter):
@@ -246,17 +259,21 @@ def _forget_plugin_clients() -> None:
 
 
 def run_cli(test: Any, argv: list[str], stdin_text: str | None = None,
-            tty: bool = False, auth: HarnessAuth | None = None) -> CliResult:
+            tty: bool = False, auth: HarnessAuth | None = None,
+            before_answer: Callable[[], object] | None = None) -> CliResult:
     """Run ``openstack <argv>`` in-process as ``auth`` (``test.cli_auth``).
 
     stdin is always replaced (empty unless ``stdin_text``), so a prompt never
     reads the real terminal; ``tty`` is what all three streams' ``isatty()``
-    return. ``SystemExit`` (argparse errors, ``--help``) becomes ``rc``.
+    return. ``before_answer`` runs when the command first reads stdin (after
+    it printed its plan, before it gets ``stdin_text``): the cloud can change
+    there as it would while an operator reads the plan. ``SystemExit``
+    (argparse errors, ``--help``) becomes ``rc``.
     """
     auth = auth or test.cli_auth
     _forget_plugin_clients()
     out, err = _Stream(tty=tty), _Stream(tty=tty)
-    stdin = _Stream(stdin_text or "", tty=tty)
+    stdin = _Stream(stdin_text or "", tty=tty, before_read=before_answer)
     env = [k for k in os.environ if k.startswith("OS_") and "__" not in k]
     with contextlib.ExitStack() as stack:
         for name in env:
@@ -323,10 +340,11 @@ class CliTestBase(base.DrainTestBase):
         return endpoints
 
     def cli(self, *argv: str, stdin_text: str | None = None, tty: bool = False,
-            auth: HarnessAuth | None = None) -> CliResult:
+            auth: HarnessAuth | None = None,
+            before_answer: Callable[[], object] | None = None) -> CliResult:
         """Run ``openstack *argv``; see :func:`run_cli`."""
         return run_cli(self, list(argv), stdin_text=stdin_text, tty=tty,
-                       auth=auth)
+                       auth=auth, before_answer=before_answer)
 
     def cli_json(self, *argv: str, **kwargs: Any) -> Any:
         """Run ``openstack *argv -f json``; see :func:`run_json`."""

@@ -115,6 +115,57 @@ class StoppedServiceTest(cli_harness.CliTestBase):
         self.assertEqual([], self.cli_json("drain", "stale", "list"))
         self.assertEqual([], self.clear_all())
 
+    def test_instance_landing_after_the_plan_keeps_its_allocation(
+            self) -> None:
+        # host1 dies; its instance is evacuated to host2, and Nova leaves
+        # the source allocation on host1's provider until host1 is back.
+        server = self._create_server(networks="none", host="host1")
+        rp = self._get_provider_uuid_by_host("host1")
+        self.stop("host1")
+        self._evacuate_server(server, {"host": "host2"}, "host2")
+        server = self._start_server(server)  # evacuated instances stay off
+        self.assertEqual({rp, self._get_provider_uuid_by_host("host2")},
+                         set(self.allocations(server["id"])))
+        # host1's compute node record goes (through Nova's object layer,
+        # as 'stale clear --nova-config' does); its provider stays, with
+        # the evacuated instance's allocation: a provider without a node.
+        nova_db.delete_compute_node(rp, None)
+        self.assertEqual([(rp, "resource_provider", 1)], [
+            (r["UUID"], r["Kind"], r["Allocations"])
+            for r in self.cli_json("drain", "stale", "list")])
+
+        def land() -> None:
+            # While the operator reads the plan, host1 comes back (Nova
+            # undeletes its compute node: same uuid, same provider) and the
+            # instance is migrated onto it: its allocation is now on rp.
+            self.restart_compute_service(self.computes["host1"])
+            self.heartbeat("host1")
+            self._confirm_resize(self._migrate_server(server, host="host1"))
+            self.assertEqual([rp], list(self.allocations(server["id"])))
+
+        run = self.cli("drain", "stale", "clear", rp, "-f", "json",
+                       stdin_text="y\n", tty=True, before_answer=land)
+        self.assertIn(f"delete resource provider {rp} (no compute node)",
+                      run.stderr)
+        self.assertEqual(1, run.rc, run.stderr)
+        self.assertIn(f"failed: delete resource provider {rp}: kept: "
+                      f"consumer {server['id']}: instance is on host1 now",
+                      run.stderr)
+        self.assertEqual([rp], list(self.allocations(server["id"])))
+        self.assertEqual(rp, self._get_provider_uuid_by_host("host1"))
+
+    def heartbeat(self, host: str) -> None:
+        """The heartbeat a started compute sends (the harness runs no timer)."""
+        service = objects.Service.get_by_compute_host(self.ctxt, host)
+        service.last_seen_up = datetime.datetime.now(datetime.timezone.utc)
+        service.save()
+
+    def allocations(self, consumer: str) -> dict:
+        """The consumer's allocations in placement, by provider."""
+        found: dict = self.placement.get(
+            f"/allocations/{consumer}").body["allocations"]
+        return found
+
     def clear_all(self) -> list[dict]:
         """``stale clear --all --yes -f json``; the plan goes to stderr."""
         run = self.cli("drain", "stale", "clear", "--all", "--yes", "-f",
@@ -152,10 +203,16 @@ class DuplicateAndProviderTest(cli_harness.CliTestBase,
                              "duplicate_node")
         self.assertEqual([self.dup_uuid], [r["UUID"] for r in only])
 
+        # Two records at once is more than the default budget allows.
+        over = self.cli("drain", "stale", "clear", "--all", "--yes")
+        self.assertEqual(1, over.rc)
+        self.assertIn("refusing to act on 2 of ", over.stderr)
+        self.assertIn("--max-fraction 0.1 allows 1", over.stderr)
+
         # No API removes one compute node row: that step fails, the other
         # goes on, and the command says so and exits 1.
         run = self.cli("drain", "stale", "clear", "--all", "--yes",
-                       "-f", "json")
+                       "--max-fraction", "1", "-f", "json")
         self.assertEqual(1, run.rc)
         self.assertIn(f"failed: delete compute node record {self.dup_uuid}: "
                       "no API removes a single compute node record",
@@ -176,10 +233,16 @@ class DuplicateAndProviderTest(cli_harness.CliTestBase,
         self.assertEqual((0, ""), (nothing.rc, nothing.stderr))
 
     def test_bad_input(self) -> None:
+        # Bad arguments exit 2 (argparse), as cli.rst says.
         neither = self.cli("drain", "stale", "clear", "--yes")
-        self.assertEqual(1, neither.rc)
-        self.assertIn("name the stale records to clear, or pass --all",
+        self.assertEqual(2, neither.rc)
+        self.assertIn("one of the arguments <uuid> --all is required",
                       neither.stderr)
+        both = self.cli("drain", "stale", "clear", "--all", self.lonely)
+        self.assertEqual(2, both.rc)
+        self.assertIn("argument <uuid>: not allowed with argument --all",
+                      both.stderr)
+        self.assertNotIn("Traceback", both.stderr)
         bad = self.cli("drain", "stale", "clear", "xyz")
         self.assertEqual(2, bad.rc)
         self.assertIn("stale record 'xyz' is not a UUID", bad.stderr)

@@ -13,10 +13,20 @@
 """``openstack drain sync`` and the Ironic rule of ``stale list``: the real
 openstack shell, Nova's harness and a real Ironic."""
 import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import fixtures
+import testtools
 
 from nova_drain_filters import traits
 from tests.functional import cli_harness
 from tests.functional import test_baremetal_scheduling
+from tests.functional import test_stale_nodes
+from tests.functional.services import ironic_server
 
 BM = traits.BAREMETAL_UNAVAILABLE
 STALE = traits.STALE_NODE
@@ -72,8 +82,103 @@ class SyncTest(cli_harness.CliTestBase,
         self.assertEqual([], self.ironic.get_traits(self.nodes["b"]))
         self.assertNotIn(BM, self._get_provider_traits(self.nodes["b"]))
 
+    def test_untrusted_listing_is_not_believed(self) -> None:
+        # The listing lacks two of the three nodes Nova knows, as with a
+        # token that sees only its project's nodes.
+        self.ironic.delete_node(self.nodes["a"])
+        self.ironic.delete_node(self.nodes["c"])
+        counts = ("the Ironic listing lacks 2 of the 3 Ironic compute nodes "
+                  "Nova knows (at most 1 may be missing), more than "
+                  "--max-missing-fraction 0.1 ([drain_filters] "
+                  "ironic_missing_max_fraction) allows")
+
+        run = self.cli("drain", "sync")
+        self.assertEqual(1, run.rc)
+        [line] = run.stderr.splitlines()
+        self.assertTrue(line.startswith("refusing to sync: " + counts), line)
+        self.assertEqual([], self.ironic.get_traits(self.nodes["b"]))
+        self.assertNotIn(STALE, self._get_provider_traits(self.nodes["c"]))
+
+        listed = self.cli("drain", "stale", "list", "-f", "json")
+        self.assertEqual(0, listed.rc, listed.stderr)
+        self.assertEqual([], json.loads(listed.stdout))
+        self.assertTrue(listed.stderr.startswith(
+            "not reporting ironic_node_missing: " + counts), listed.stderr)
+
+        clear = self.cli("drain", "stale", "clear", "--all", "--yes")
+        self.assertEqual(1, clear.rc)
+        self.assertTrue(clear.stderr.startswith(
+            "refusing to clear anything: " + counts), clear.stderr)
+
+        # The operator knows the nodes are gone and says so.
+        marked = self.cli_json("drain", "sync", "--max-missing-fraction",
+                               "0.7")
+        self.assertEqual({self.nodes["a"], self.nodes["c"]},
+                         {r["UUID"] for r in marked if r["Trait"] == STALE})
+
     def test_bad_interval(self) -> None:
-        bad = self.cli("drain", "sync", "--watch", "--interval", "1")
-        self.assertEqual(1, bad.rc)
-        self.assertEqual(["--interval 1: must be 5 or more"],
-                         bad.stderr.strip().splitlines())
+        # Bad arguments exit 2 before any request; a huge interval used to
+        # end --watch after one pass with 'timestamp too large'.
+        for value in ("1", "99999999999999999999", "86401"):
+            bad = self.cli("drain", "sync", "--watch", "--interval", value)
+            self.assertEqual(2, bad.rc, bad.stderr)
+            self.assertIn(f"argument --interval: --interval '{value}': must "
+                          "be an integer from 5 to 86400", bad.stderr)
+
+
+class NoIronicSyncTest(cli_harness.CliTestBase,
+                       test_stale_nodes.RebalanceDuplicateMixin):
+    """A cloud whose catalog has no baremetal endpoint."""
+
+    def test_sync_marks_the_duplicate(self) -> None:
+        dry = self.cli_json("drain", "sync", "--dry-run")
+        self.assertEqual([("placement", self.dup_uuid, STALE, "add",
+                           "planned")], [(r["Target"], r["UUID"], r["Trait"],
+                                          r["Action"], r["Result"])
+                                         for r in dry])
+        run = self.cli("drain", "sync", "-f", "json")
+        self.assertEqual(0, run.rc, run.stderr)
+        self.assertIn("sync: 4 compute nodes, no Ironic, 1 change(s), "
+                      "0 failure(s)", run.stderr)
+        self.assertIn(STALE, self._get_provider_traits(self.dup_uuid))
+        live = self.compute_node("host2", "node-x").uuid
+        self.assertNotIn(STALE, self._get_provider_traits(live))
+        self.assertEqual([], self.cli_json("drain", "sync"))
+
+
+class WatchTest(testtools.TestCase):
+    """``sync --watch`` as a process, with Nova unreachable, and a signal."""
+
+    def test_failed_passes_back_off_until_a_signal(self) -> None:
+        closed = ironic_server.free_port()  # nothing listens there
+        log = Path(self.useFixture(fixtures.TempDir()).path) / "watch.log"
+        openstack = Path(sys.executable).parent / "openstack"
+        watch = ironic_server.ServiceProcess(
+            "drain sync --watch",
+            [str(openstack), "--os-auth-type", "none", "drain", "sync",
+             "--watch", "--interval", "5"],
+            log, env=ironic_server.child_env({
+                "OS_COMPUTE_ENDPOINT_OVERRIDE":
+                    f"http://127.0.0.1:{closed}/v2.1",
+                "OS_PLACEMENT_ENDPOINT_OVERRIDE": f"http://127.0.0.1:{closed}",
+            }))
+        self.addCleanup(watch.stop)
+        watch.start()
+        # Two failed passes, the second after a doubled wait: the process
+        # is still running (wait_ready fails if it exits).
+        watch.wait_ready(lambda: "sync: pass failed (2 in a row)" in
+                         log.read_text(), timeout=120)
+        os.kill(watch.pid or 0, signal.SIGINT)
+        deadline = time.monotonic() + 30
+        while watch.returncode() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(130, watch.returncode(), watch.log_tail())
+        lines = [line for line in log.read_text().splitlines()
+                 if line.startswith("sync: ")]
+        self.assertEqual(2, len(lines), lines)
+        self.assertIn("sync: pass failed (1 in a row): nova GET "
+                      "/os-hypervisors/detail?limit=1000: ConnectFailure: ",
+                      lines[0])
+        self.assertTrue(lines[0].endswith("; next pass in 10 s"), lines[0])
+        self.assertTrue(lines[1].endswith("; next pass in 20 s"), lines[1])
+        self.assertNotIn("Traceback", log.read_text())

@@ -137,10 +137,13 @@ class FakeAllocations(_Recorder):
         self.allocations = {rp: dict(c) for rp, c in (allocations or {}).items()}
         self.consumers = dict(consumers or {})
         self.compute = set(compute)
+        #: {provider: name}; a provider not in it is listed without a name.
+        self.names: dict[str, str] = {}
 
     def providers(self, required: str | None = None) -> list[dict[str, Any]]:
         self._call("providers", required)
-        return [{"uuid": rp, "root_provider_uuid": root}
+        return [{"uuid": rp, "root_provider_uuid": root,
+                 **({"name": self.names[rp]} if rp in self.names else {})}
                 for rp, root in sorted(self.provider_roots.items())
                 if required is None or (required == "COMPUTE_NODE"
                                         and rp in self.compute)]

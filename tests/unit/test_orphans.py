@@ -213,10 +213,34 @@ class TestClearConsumer(testtools.TestCase):
         self.assertEqual("would delete", delete.result)
         self.assertEqual([], self.placement.writes)
 
-    def test_without_node_name_a_live_elsewhere_instance_is_cleared(
+    def test_without_a_node_an_existing_instance_is_never_cleared(
             self) -> None:
-        outcome = self.clear(df.server("inst", "n2", "c2"),
-                             df.consumer({"rp-n1": {"VCPU": 1}}),
+        # The blind re-check took an instance that had just landed on the
+        # provider's node for "lives elsewhere" and dropped its allocation.
+        for node in ("n1", "n2"):
+            outcome = self.clear(df.server("inst", node, "c2"),
+                                 df.consumer({"rp-n1": {"VCPU": 1}}),
+                                 drop={"rp-n1": None})
+            self.assertEqual(orphans.ClearOutcome(
+                "inst", ("rp-n1",), "skipped", "no node known for provider "
+                "rp-n1 to check the instance against"), outcome)
+            self.assertEqual([], self.placement.calls)
+
+    def test_without_a_node_a_missing_consumer_is_cleared(self) -> None:
+        outcome = self.clear(None, df.consumer({"rp-n1": {"VCPU": 1}}),
                              drop={"rp-n1": None})
         self.assertEqual("deleted", outcome.result)
         self.assertEqual([("inst",)], self.nova.called("server"))
+
+    def test_instance_without_a_node_yet_is_skipped(self) -> None:
+        outcome = self.clear(df.server("inst", None, None, "BUILD"),
+                             df.consumer({"rp-n1": {"VCPU": 1}}))
+        self.assertEqual(("skipped", "instance has no node yet"),
+                         (outcome.result, outcome.error))
+        self.assertEqual([], self.placement.calls)
+
+    def test_moving_instance_is_skipped(self) -> None:
+        outcome = self.clear(df.server("inst", "n2", "c2", "RESIZE"),
+                             df.consumer({"rp-n1": {"VCPU": 1}}))
+        self.assertEqual(("skipped", "instance is RESIZE"),
+                         (outcome.result, outcome.error))

@@ -223,3 +223,17 @@ class TestPlanClear(testtools.TestCase):
             [(Step.DELETE_SERVICE, "svc-c1"), (Step.DELETE_SERVICE, "svc-c2"),
              (Step.DELETE_COMPUTE_NODE, "u3")],
             [(a.step, a.target) for a in stale.plan_clear(records, hvs, {})])
+
+
+class TestJudgeListing(testtools.TestCase):
+    def test_only_ironic_records_count(self) -> None:
+        nodes = [df.hv("a").facts, df.hv("b").facts,
+                 df.hv("kvm-1", htype="QEMU").facts]
+        verdict = stale.judge_listing(nodes, ["a"], 0.1)
+        self.assertEqual((2, 1, 1, True), (verdict.known, verdict.missing,
+                                           verdict.allowed, verdict.trusted))
+        self.assertFalse(stale.judge_listing(nodes, [], 0.1).trusted)
+        self.assertFalse(stale.judge_listing(nodes, ["x"], 1.0).trusted)
+
+    def test_default_is_the_options(self) -> None:
+        self.assertEqual(0.1, stale.DEFAULT_MAX_MISSING_FRACTION)

@@ -17,6 +17,7 @@ from typing import Any
 import testtools
 
 from nova_drain_filters import decisions
+from nova_drain_filters import stale
 from nova_drain_filters import sync
 from nova_drain_filters import traits
 from nova_drain_filters.clients import http
@@ -51,6 +52,14 @@ def short(changes: list[sync.Change]) -> list[tuple[Any, ...]]:
 
 
 class TestPlan(testtools.TestCase):
+    def test_without_ironic_only_duplicates(self) -> None:
+        # No listing: no Ironic change, no node called missing, and a
+        # trait an earlier run set on an Ironic record stays.
+        nodes = [record("n1"), record("x", "c1", "x1", "QEMU"),
+                 record("x", "c2", "x2", "QEMU")]
+        changes = sync.plan(nodes, None, {STALE: {"n1"}, BM: {"n1"}})
+        self.assertEqual([(PL, "x1", STALE, ADD)], short(changes))
+
     def test_unavailable_node_gets_the_trait_on_both(self) -> None:
         changes = sync.plan([record("n1")], by_uuid(
             inode("n1", provision_state="clean wait")), {})
@@ -302,3 +311,41 @@ class TestRun(SyncTestCase):
         self.assertRaises(http.ApiError, self.sync.run)
         self.assertEqual([], self.writes())
         self.assertEqual([], self.calls("placement."))
+
+    def test_untrusted_listing_raises_before_placement(self) -> None:
+        # The token sees one of the four Ironic nodes Nova knows.
+        self.ironic.nodes = self.ironic.nodes[:1]
+        exc = self.assertRaises(stale.UntrustedListing, self.sync.run)
+        self.assertEqual((4, 3, 1), (exc.verdict.known, exc.verdict.missing,
+                                     exc.verdict.allowed))
+        self.assertEqual([], self.calls("placement."))
+        self.assertEqual([], self.writes())
+        self.assertRaises(stale.UntrustedListing, self.sync.run, dry_run=True)
+
+    def test_missing_fraction_is_the_engines_to_set(self) -> None:
+        self.ironic.nodes = self.ironic.nodes[:1]
+        self.sync.max_missing_fraction = 0.75
+        result = self.sync.run(dry_run=True)
+        self.assertEqual(3, [(c.trait, c.action) for c in result.changes
+                             ].count((STALE, ADD)))
+
+    def test_without_ironic(self) -> None:
+        self.sync.ironic = None
+        self.records.append(record("kvm", host="c2", uuid="kvm-dup",
+                                   htype="QEMU"))
+        result = self.sync.run()
+        self.assertEqual((6, None), (result.nodes, result.ironic_nodes))
+        self.assertEqual([(PL, "kvm-rp", STALE, ADD)], short(result.changes))
+        self.assertEqual([], self.calls("ironic."))
+
+
+class TestBackoff(testtools.TestCase):
+    def test_doubles_per_failure_up_to_the_cap(self) -> None:
+        self.assertEqual([30.0, 60.0, 120.0, 240.0, 480.0, 900.0, 900.0],
+                         [sync.backoff(30, n) for n in range(7)])
+
+    def test_interval_above_the_cap_is_kept(self) -> None:
+        self.assertEqual(3600.0, sync.backoff(3600, 5))
+
+    def test_many_failures_do_not_overflow(self) -> None:
+        self.assertEqual(900.0, sync.backoff(86400 // 100, 10 ** 9))

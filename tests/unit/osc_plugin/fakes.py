@@ -49,9 +49,14 @@ class FakeDrainClient:
         self.placement = placement or df.FakeAllocations()
         self.ironic = ironic
         self._has_ironic = has_ironic
+        #: What token_scope() answers: why the token may see few nodes.
+        self.scope: str | None = None
 
     def has_ironic(self) -> bool:
         return self._has_ironic
+
+    def token_scope(self) -> str | None:
+        return self.scope
 
 
 class FakeApp:

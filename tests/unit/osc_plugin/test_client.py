@@ -17,6 +17,10 @@ from typing import Any
 
 import fixtures
 import testtools
+from keystoneauth1 import access
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import fixture as ksa_fixture
+from osc_lib import exceptions
 
 from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import ironic
@@ -93,8 +97,62 @@ class TestDrainClient(testtools.TestCase):
         self.assertIs(True, client.DrainClient(FakeSession(
             {"baremetal": "http://ironic.example"})).has_ironic())
         self.assertIs(False, client.DrainClient(FakeSession()).has_ironic())
+
+    def test_only_a_missing_catalog_entry_means_no_ironic(self) -> None:
         self.assertIs(False, client.DrainClient(FakeSession(
-            error=RuntimeError("no catalog"))).has_ironic())
+            error=ks_exc.EndpointNotFound("no baremetal"))).has_ironic())
+        for error in (ks_exc.ConnectFailure("keystone down"),
+                      ks_exc.Unauthorized("token expired"),
+                      ks_exc.DiscoveryFailure("bad document")):
+            exc = self.assertRaises(
+                exceptions.CommandError,
+                client.DrainClient(FakeSession(error=error)).has_ironic)
+            self.assertEqual("cannot look up the baremetal (Ironic) endpoint: "
+                             f"{type(error).__name__}: {error}", str(exc))
+        # A bug is a bug, not "no Ironic".
+        self.assertRaises(RuntimeError, client.DrainClient(FakeSession(
+            error=RuntimeError("bug"))).has_ironic)
+
+
+def token(system: bool = False, roles: tuple[str, ...] = ("admin",)) -> Any:
+    """A session whose auth plugin returns a Keystone v3 token."""
+    if system:
+        body = ksa_fixture.V3Token()
+        body.set_system_scope()
+    else:
+        body = ksa_fixture.V3Token(project_id="p1", project_name="demo")
+    for role in roles:
+        body.add_role(name=role)
+    ref = access.AccessInfoV3(body, auth_token="t")
+    auth = types.SimpleNamespace(get_access=lambda _session: ref)
+    return types.SimpleNamespace(auth=auth)
+
+
+class TestTokenScope(testtools.TestCase):
+    def test_project_token_may_see_only_its_nodes(self) -> None:
+        scope = client.DrainClient(token(roles=("admin", "member"))
+                                   ).token_scope()
+        self.assertEqual(
+            "the token is scoped to project demo (roles: admin, member); by "
+            "Ironic's default policy it lists only the nodes that project "
+            "owns or leases: use a system-scoped token (--os-system-scope "
+            "all)", scope)
+
+    def test_system_scope_or_service_role_sees_every_node(self) -> None:
+        self.assertIsNone(client.DrainClient(
+            token(system=True, roles=("reader",))).token_scope())
+        self.assertIsNone(client.DrainClient(
+            token(roles=("service",))).token_scope())
+
+    def test_uninspectable_token_says_nothing(self) -> None:
+        self.assertIsNone(client.DrainClient(FakeSession()).token_scope())
+
+        def fail(_session: Any) -> Any:
+            raise ks_exc.ConnectFailure("keystone down")
+
+        session = types.SimpleNamespace(
+            auth=types.SimpleNamespace(get_access=fail))
+        self.assertIsNone(client.DrainClient(session).token_scope())
 
 
 class TestPlugin(testtools.TestCase):

@@ -51,29 +51,42 @@ class TestClearStaleParser(fakes.CommandTestCase):
     cls, prog = stale.ClearStale, "openstack drain stale clear"
 
     def test_defaults(self) -> None:
-        args = self.parse()
-        self.assertEqual(([], False, False, False, None), (
-            args.uuids, args.all, args.dry_run, args.yes, args.nova_config))
+        args = self.parse("--all")
+        self.assertEqual(([], True, False, False, None, 0.1, 0.1), (
+            args.uuids, args.all, args.dry_run, args.yes, args.nova_config,
+            args.max_fraction, args.max_missing_fraction))
 
     def test_names_and_flags(self) -> None:
         args = self.parse(U1, U2, "--dry-run", "--yes", "--nova-config",
-                          "/etc/nova/nova.conf")
-        self.assertEqual(([U1, U2], True, True, "/etc/nova/nova.conf"), (
-            args.uuids, args.dry_run, args.yes, args.nova_config))
+                          "/etc/nova/nova.conf", "--max-fraction", "0.5",
+                          "--max-missing-fraction", "1")
+        self.assertEqual(([U1, U2], True, True, "/etc/nova/nova.conf", 0.5,
+                          1.0), (args.uuids, args.dry_run, args.yes,
+                                 args.nova_config, args.max_fraction,
+                                 args.max_missing_fraction))
         self.assertIs(True, self.parse("--all").all)
 
     def test_rejects_a_non_uuid(self) -> None:
         message = self.parse_error(U1, "not-a-uuid")
         self.assertIn("stale record 'not-a-uuid' is not a UUID", message)
 
-    def test_names_and_all_together_refused(self) -> None:
-        cmd = self.command()
-        for argv in ([], [U1, "--all"]):
-            exc = self.assertRaises(exceptions.CommandError, cmd.take_action,
-                                    self.parse(*argv, cmd=cmd))
-            self.assertEqual("name the stale records to clear, or pass --all",
-                             str(exc))
-        self.assertEqual([], self.app.client_manager.drain.nova.calls)
+    def test_names_and_all_are_exclusive(self) -> None:
+        # Bad arguments exit 2 (argparse), before any request.
+        self.assertIn("argument --all: not allowed with argument <uuid>",
+                      self.parse_error(U1, "--all"))
+        self.assertIn("argument <uuid>: not allowed with argument --all",
+                      self.parse_error("--all", U1))
+        self.assertIn("one of the arguments <uuid> --all is required",
+                      self.parse_error())
+        self.assertIn("one of the arguments <uuid> --all is required",
+                      self.parse_error("--yes"))
+
+    def test_fractions_are_bounded(self) -> None:
+        for option in ("--max-fraction", "--max-missing-fraction"):
+            for value in ("-0.1", "1.5", "nan", "half", ""):
+                self.assertIn(
+                    f"{option} {value!r}: must be a fraction from 0.0 to 1.0",
+                    self.parse_error("--all", option, value))
 
 
 class TestOrphanParsers(fakes.CommandTestCase):
@@ -114,33 +127,30 @@ class TestSyncParser(fakes.CommandTestCase):
 
     def test_defaults(self) -> None:
         args = self.parse()
-        self.assertEqual((False, False, 60, 1000, False), (
+        self.assertEqual((False, False, 60, 1000, False, 0.1), (
             args.dry_run, args.watch, args.interval, args.page_size,
-            args.exit_code))
+            args.exit_code, args.max_missing_fraction))
 
     def test_options(self) -> None:
         args = self.parse("--dry-run", "--watch", "--interval", "5",
-                          "--page-size", "50", "--exit-code")
-        self.assertEqual((True, True, 5, 50, True), (
+                          "--page-size", "50", "--exit-code",
+                          "--max-missing-fraction", "0.25")
+        self.assertEqual((True, True, 5, 50, True, 0.25), (
             args.dry_run, args.watch, args.interval, args.page_size,
-            args.exit_code))
+            args.exit_code, args.max_missing_fraction))
+        self.assertEqual(86400, self.parse("--interval", "86400").interval)
 
-    def test_numbers_must_be_integers(self) -> None:
-        self.assertIn("invalid int value: 'soon'",
-                      self.parse_error("--interval", "soon"))
-        self.assertIn("invalid int value: 'lots'",
-                      self.parse_error("--page-size", "lots"))
-
-    def test_interval_and_page_size_checked_before_any_request(self) -> None:
-        client = fakes.FakeDrainClient()
-        for argv, text in ((["--interval", "4"], "--interval 4: must be 5 or "
-                                                 "more"),
-                           (["--page-size", "0"], "--page-size 0: must be "
-                                                  "positive")):
-            exc = self.assertRaises(exceptions.CommandError, self.take,
-                                    client, *argv)
-            self.assertEqual(text, str(exc))
-        self.assertEqual([], client.nova.calls)
+    def test_numbers_are_bounded_integers(self) -> None:
+        # A bad value is an argparse error (exit 2) before any request; a
+        # huge interval used to kill --watch after its first pass.
+        for value in ("soon", "4", "0", "-5", "86401", "1e3",
+                      "99999999999999999999"):
+            self.assertIn(f"argument --interval: --interval {value!r}: must "
+                          "be an integer from 5 to 86400",
+                          self.parse_error("--watch", "--interval", value))
+        for value in ("lots", "0", "-1", "10001"):
+            self.assertIn(f"--page-size {value!r}: must be an integer from 1 "
+                          "to 10000", self.parse_error("--page-size", value))
 
 
 class TestCommon(fakes.CommandTestCase):
@@ -175,6 +185,34 @@ class TestCommon(fakes.CommandTestCase):
             self.assertIs(go, self.confirm(answer=answer, tty=True), answer)
             self.assertTrue(self.app.stderr.getvalue().endswith(
                 "Carry out these 2 step(s)? [y/N] "))
+
+    def test_disruption_budget(self) -> None:
+        common.check_budget(1, 3, "records", 0.1)  # one is always allowed
+        common.check_budget(2, 20, "records", 0.1)
+        exc = self.assertRaises(exceptions.CommandError, common.check_budget,
+                                3, 20, "compute nodes", 0.1)
+        self.assertEqual(
+            "refusing to act on 3 of 20 compute nodes in one run: "
+            "--max-fraction 0.1 allows 2; check the plan, then raise "
+            "--max-fraction or clear fewer at a time", str(exc))
+
+    def test_confirm_over_budget_refuses_after_the_plan(self) -> None:
+        cmd = self.command()
+        budget = (2, 5, "compute nodes")
+        exc = self.assertRaises(exceptions.CommandError, cmd.confirm,
+                                self.parse("--yes", cmd=cmd), ["a", "b"],
+                                budget)
+        self.assertIn("refusing to act on 2 of 5 compute nodes", str(exc))
+        self.assertEqual("Plan:\n  a\n  b\n", self.app.stderr.getvalue())
+        self.assertIs(True, cmd.confirm(
+            self.parse("--yes", "--max-fraction", "0.4", cmd=cmd), ["a", "b"],
+            budget))
+        # A dry run shows the plan and says a real run would stop.
+        cmd = self.command()
+        self.assertIs(False, cmd.confirm(self.parse("--dry-run", cmd=cmd),
+                                         ["a", "b"], budget))
+        self.assertIn("A run without --dry-run would stop: refusing to act "
+                      "on 2 of 5", self.app.stderr.getvalue())
 
     def test_api_errors_become_command_errors(self) -> None:
         error = http.ApiError("nova", "GET", "/servers", 503, "busy")

@@ -115,6 +115,25 @@ class TestClearOrphan(fakes.CommandTestCase):
         self.assertEqual(f"not an orphaned consumer: {HERE}", str(exc))
         self.assertEqual([], self.client.placement.writes)
 
+    def test_disruption_budget_counts_compute_nodes(self) -> None:
+        # A dead consumer on n2 too: both of the cloud's nodes touched,
+        # which a partial server list (a project-scoped token) looks like.
+        self.client.placement.allocations[RP_N2][GONE] = {"VCPU": 1}
+        exc = self.assertRaises(exceptions.CommandError, self.take,
+                                self.client, "--yes")
+        self.assertEqual(
+            "refusing to act on 2 of 2 compute nodes in one run: "
+            "--max-fraction 0.1 allows 1; check the plan, then raise "
+            "--max-fraction or clear fewer at a time", str(exc))
+        self.assertEqual([], self.client.placement.writes)
+        # Within the budget: one node's orphans, or the operator's say-so.
+        _, rows = self.take(self.client, "--yes", "--resource-provider",
+                            RP_GPU)
+        self.assertEqual([(GONE, RP_GPU, "rewritten, kept 1 provider(s)")],
+                         rows)
+        _, rows = self.take(self.client, "--yes", "--max-fraction", "1")
+        self.assertEqual(2, len(rows))
+
     def test_instance_back_on_the_node_is_skipped(self) -> None:
         self.client.nova.server = lambda uuid: df.server(uuid, "n1", "c1")
         _, rows = self.take(self.client, ELSE, "--yes")

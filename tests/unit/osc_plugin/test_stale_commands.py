@@ -55,6 +55,31 @@ class TestListStale(fakes.CommandTestCase):
         self.assertEqual(sorted([NODE_GONE, NODE_DOWN, RP_ORPHAN]), sorted(
             c[0] for c in client.placement.called("provider_allocations")))
 
+    def test_untrusted_listing_reports_no_missing_node(self) -> None:
+        # The token lists no node at all: NODE_GONE is not called missing,
+        # and stderr says why.
+        client = fakes.stale_cloud()
+        client.ironic.nodes = []
+        _, rows = self.take(client)
+        self.assertEqual([ROW_DOWN, ROW_RP], rows)
+        self.assertEqual(
+            "not reporting ironic_node_missing: the Ironic listing lacks 3 of "
+            "the 3 Ironic compute nodes Nova knows (at most 1 may be "
+            "missing), more than --max-missing-fraction 0.1 ([drain_filters] "
+            "ironic_missing_max_fraction) allows: the credentials may not see "
+            "every node; if the nodes really are gone, raise "
+            "--max-missing-fraction\n", self.app.stderr.getvalue())
+
+    def test_missing_fraction_option(self) -> None:
+        # Two of three gone: believed only when the operator says so.
+        client = fakes.stale_cloud()
+        client.ironic.nodes = client.ironic.nodes[:1]
+        _, rows = self.take(client)
+        self.assertEqual(0, sum("ironic_node_missing" in r[6] for r in rows))
+        _, rows = self.take(client, "--max-missing-fraction", "0.7")
+        self.assertEqual(2, sum("ironic_node_missing" in r[6] for r in rows))
+        self.assertEqual("", self.app.stderr.getvalue())
+
     def test_without_ironic(self) -> None:
         client = fakes.stale_cloud(ironic=False)
         _, rows = self.take(client)
@@ -106,7 +131,8 @@ class TestClearStale(fakes.CommandTestCase):
         return f"c1/{uuid}"
 
     def test_dry_run(self) -> None:
-        columns, rows = self.take(self.client, "--all", "--dry-run")
+        columns, rows = self.take(self.client, "--all", "--dry-run",
+                                  "--max-fraction", "1")
         self.assertEqual(("Step", "Target", "Result"), columns)
         self.assertEqual([(*DELETE_SERVICE, "planned"),
                           (*DELETE_NODE, "planned"),
@@ -125,7 +151,7 @@ class TestClearStale(fakes.CommandTestCase):
         self.client.nova.on_delete_service = (
             lambda _svc: self.client.placement.provider_roots.pop(NODE_DOWN))
         _, rows = self.take(self.client, "--all", "--yes", "--nova-config",
-                            "/etc/nova/nova.conf")
+                            "/etc/nova/nova.conf", "--max-fraction", "0.75")
         self.assertEqual([
             (*DELETE_SERVICE, "deleted"),
             (*DELETE_NODE, f"deleted c1/{NODE_GONE}; provider deleted "
@@ -150,7 +176,8 @@ class TestClearStale(fakes.CommandTestCase):
         self.client.nova.hypervisor_list.append(
             fakes.df.hv(fakes.uuid(0xD), host="c2", service_id=SVC2))
         self.take(self.client, "--all", "--yes", "--nova-config",
-                  "/etc/nova/nova.conf")
+                  "/etc/nova/nova.conf", "--max-fraction", "1",
+                  "--max-missing-fraction", "0.5")
         calls = self.client.placement.called("providers")
         self.assertEqual([(None,), ("COMPUTE_NODE",)], calls[:2])
         self.assertEqual(1, len(calls[2:]))
@@ -189,7 +216,7 @@ class TestClearStale(fakes.CommandTestCase):
 
     def test_no_terminal_no_yes(self) -> None:
         exc = self.assertRaises(exceptions.CommandError, self.take,
-                                self.client, "--all")
+                                self.client, RP_ORPHAN)
         self.assertIn("--yes", str(exc))
         self.assertEqual([], self.client.placement.writes)
 
@@ -206,6 +233,67 @@ class TestClearStale(fakes.CommandTestCase):
             fakes.df.migration(fakes.uuid(0x99), DEAD))
         _, rows = self.take(self.client, RP_ORPHAN, "--yes")
         self.assertEqual([("skip", RP_ORPHAN, f"in use by {DEAD}")], rows)
+        self.assertEqual([], self.client.placement.writes)
+
+    def test_disruption_budget(self) -> None:
+        # Three of the four records in one run: 0.1 allows one.
+        exc = self.assertRaises(exceptions.CommandError, self.take,
+                                self.client, "--all", "--yes")
+        self.assertEqual(
+            "refusing to act on 3 of 4 compute node records and providers in "
+            "one run: --max-fraction 0.1 allows 1; check the plan, then raise "
+            "--max-fraction or clear fewer at a time", str(exc))
+        self.assertIn("Plan:\n", self.app.stderr.getvalue())
+        self.assertEqual([], self.client.placement.writes)
+        self.assertEqual([], self.client.nova.called("delete_service"))
+        self.assertIn("--max-fraction 0.5 allows 2", str(self.assertRaises(
+            exceptions.CommandError, self.take, self.client, "--all", "--yes",
+            "--max-fraction", "0.5")))
+        # One named record is within the budget.
+        _, rows = self.take(self.client, RP_ORPHAN, "--yes")
+        self.assertEqual([(*DELETE_RP, "provider deleted (1 dead "
+                                       "consumer(s) cleared)")], rows)
+
+    def test_untrusted_listing_refuses_every_clear(self) -> None:
+        self.client.ironic.nodes = []
+        self.client.scope = "the token is scoped to project demo"
+        exc = self.assertRaises(exceptions.CommandError, self.take,
+                                self.client, RP_ORPHAN, "--yes")
+        self.assertEqual(
+            "refusing to clear anything: the Ironic listing lacks 3 of the 3 "
+            "Ironic compute nodes Nova knows (at most 1 may be missing), more "
+            "than --max-missing-fraction 0.1 ([drain_filters] "
+            "ironic_missing_max_fraction) allows: the credentials may not see "
+            "every node (the token is scoped to project demo); if the nodes "
+            "really are gone, raise --max-missing-fraction", str(exc))
+        self.assertEqual([], self.client.placement.writes)
+
+    def test_provider_stands_for_the_node_it_is_named_after(self) -> None:
+        # DEAD is an instance on node-z, the node RP_ORPHAN is named after:
+        # in use, not "lives elsewhere".
+        self.client.placement.names[RP_ORPHAN] = "node-z"
+        self.client.nova.server_list.append(fakes.df.server(DEAD, "node-z",
+                                                            "c3"))
+        _, rows = self.take(self.client, RP_ORPHAN, "--yes")
+        self.assertEqual([("skip", RP_ORPHAN, f"in use by {DEAD}")], rows)
+        self.assertEqual([], self.client.placement.writes)
+
+    def test_instance_landed_between_plan_and_answer_is_kept(self) -> None:
+        self.client.placement.names[RP_ORPHAN] = "node-z"
+        cmd = self.command(self.client, tty=True)
+
+        def land_then_answer() -> str:
+            self.client.nova.server_list.append(
+                fakes.df.server(DEAD, "node-z", "c3"))
+            return "y\n"
+
+        cmd.app.stdin.readline = land_then_answer
+        cmd.failures = []
+        _, rows = cmd.take_action(self.parse(RP_ORPHAN, cmd=cmd))
+        self.assertEqual([(*DELETE_RP, "failed")], list(rows))
+        self.assertEqual([f"delete resource provider {RP_ORPHAN}: kept: "
+                          f"consumer {DEAD}: instance is on node-z now"],
+                         cmd.failures)
         self.assertEqual([], self.client.placement.writes)
 
     def test_api_error_while_gathering(self) -> None:
