@@ -111,3 +111,21 @@ class IronicClient(http.ServiceClient):
             # Ironic's NodeTraitNotFound: "Node X doesn't have a trait 'Y'".
             if exc.status != 404 or "have a trait" not in exc.message:
                 raise
+
+    def node(self, ident: str) -> decisions.IronicNodeFacts | None:
+        """One node by UUID or name, or None if Ironic has no such node."""
+        url = (f"/v1/nodes/{parse.quote(ident, safe='')}?"
+               + parse.urlencode({"fields": ",".join(NODE_FIELDS)}))
+        try:
+            body = self.get(url, microversion=IRONIC_VERSION)
+        except http.ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return node_facts(body)
+
+    def node_traits(self, node_uuid: str) -> list[str]:
+        """A node's traits (``GET /v1/nodes/{uuid}/traits``, 1.37+)."""
+        body = self.get(f"/v1/nodes/{node_uuid}/traits",
+                        microversion=IRONIC_VERSION)
+        return list(body.get("traits") or [])
