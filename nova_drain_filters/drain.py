@@ -20,14 +20,13 @@ provider); our own disable is a ``disabled_reason`` starting ``drain:``.
 """
 import dataclasses
 import enum
-import re
 from collections.abc import Iterable
 from collections.abc import Sequence
 
 from nova_drain_filters import traits
 
 MARK = traits.DRAIN_HOST
-#: Our disabled_reason starts with this; any other reason is someone else's.
+#: Our disabled_reason starts with this; any other is someone else's.
 REASON_PREFIX = "drain:"
 #: Nova's services.disabled_reason column is a String(255).
 MAX_REASON = 255
@@ -37,9 +36,6 @@ MAX_BLOCKERS = 3
 MAX_TAIL = 200
 #: Longest pause between two polls of ``finish --wait``.
 MAX_DELAY = 30.0
-
-_SPACE = re.compile(r"\s+")
-
 
 class Phase(str, enum.Enum):
     ACTIVE = "Active"
@@ -74,8 +70,7 @@ class ServiceState:
     uuid: str
     disabled: bool
     disabled_reason: str | None
-    #: Up and not forced down: a running nova-compute registers the host
-    #: again after its service is deleted.
+    #: Up and not forced down: it would register the host again.
     reports: bool
 
     @property
@@ -99,32 +94,24 @@ class HostFacts:
 
     @property
     def marked(self) -> bool:
-        """A host drain is on: our disable, or the mark on every node.
-
-        A few marked nodes of an Ironic host are node drains, not a host
-        drain.
-        """
+        """A host drain is on: our disable, or the mark on every node (a
+        few marked nodes of an Ironic host are node drains)."""
         if self.service is not None and self.service.ours:
             return True
         return bool(self.nodes) and all(n.marked for n in self.nodes)
 
     @property
     def ironic_nodes(self) -> int:
-        return sum(1 for n in self.nodes if n.ironic)
-
-
-def blockers(servers: Iterable[str], migrations: Iterable[str],
-             consumers: Iterable[str]) -> list[str]:
-    """What keeps a host or node from Drained, servers first."""
-    servers, migrations = list(servers), list(migrations)
-    known = set(servers) | set(migrations)
-    return ([f"server {s}" for s in servers]
-            + [f"migration {m}" for m in migrations]
-            + [f"consumer {c}" for c in consumers if c not in known])
+        return sum(n.ironic for n in self.nodes)
 
 
 def host_blockers(facts: HostFacts) -> list[str]:
-    return blockers(facts.servers, facts.migrations, facts.consumers)
+    """What keeps a host from Drained: servers, migrations, other
+    consumers."""
+    known = set(facts.servers) | set(facts.migrations)
+    return ([f"server {s}" for s in facts.servers]
+            + [f"migration {m}" for m in facts.migrations]
+            + [f"consumer {c}" for c in facts.consumers if c not in known])
 
 
 def summarize_blockers(found: Sequence[str], limit: int = MAX_BLOCKERS) -> str:
@@ -186,17 +173,17 @@ class Step:
     reason: str | None = None
 
     def __str__(self) -> str:
-        text = f"{self.host}: {self.action.value} {self.target}"
-        return f"{text} ({self.detail})" if self.detail else text
+        detail = f" ({self.detail})" if self.detail else ""
+        return f"{self.host}: {self.action.value} {self.target}{detail}"
 
 
 @dataclasses.dataclass(frozen=True)
 class Refusal:
-    """A host (or node) a command will not act on, and why."""
+    """A host (or node) a command will not act on, and why; ``wait``:
+    waiting may clear it (``finish --wait``)."""
 
     host: str
     why: str
-    #: Waiting may clear it (``finish --wait``).
     wait: bool = False
 
     def __str__(self) -> str:
@@ -205,11 +192,12 @@ class Refusal:
 
 @dataclasses.dataclass
 class Plan:
+    """Steps, refusals, notes the operator must read before saying yes,
+    and hosts (in ``done``) already where the command would take them."""
+
     steps: list[Step] = dataclasses.field(default_factory=list)
     refusals: list[Refusal] = dataclasses.field(default_factory=list)
-    #: Things the operator must read before saying yes.
     notes: list[str] = dataclasses.field(default_factory=list)
-    #: Hosts or nodes already where the command would take them.
     done: list[Refusal] = dataclasses.field(default_factory=list)
 
 
@@ -224,35 +212,31 @@ def disable_reason(text: str) -> str:
     return f"{REASON_PREFIX} {' '.join(text.split())}"
 
 
-def mark_steps(host: str, nodes: Iterable[NodeMark]) -> list[Step]:
-    """Mark every node: on the Ironic node first, so Nova's copy keeps it."""
+def mark_steps(host: str, nodes: Iterable[NodeMark],
+               on: bool = True) -> list[Step]:
+    """Mark (or unmark) every node, on the Ironic node first: Nova's Ironic
+    driver copies node traits over the provider, so Ironic leads."""
     steps = []
-    for node in nodes:
-        if node.ironic and not node.in_ironic:
-            steps.append(Step(Action.MARK_NODE, host, node.uuid, node.name))
-        if node.provider and not node.in_placement:
-            steps.append(Step(Action.MARK_PROVIDER, host, node.uuid,
-                              node.name))
+    for n in nodes:
+        if (n.ironic and not n.in_ironic) if on else n.in_ironic:
+            steps.append(Step(Action.MARK_NODE if on else Action.UNMARK_NODE,
+                              host, n.uuid, n.name))
+        if (n.provider and not n.in_placement) if on else n.in_placement:
+            steps.append(Step(Action.MARK_PROVIDER if on
+                              else Action.UNMARK_PROVIDER, host, n.uuid,
+                              n.name))
     return steps
 
 
-def unmark_steps(host: str, nodes: Iterable[NodeMark]) -> list[Step]:
-    """Unmark every node: Ironic first, or Nova's copy could bring it back."""
-    steps = []
-    for node in nodes:
-        if node.in_ironic:
-            steps.append(Step(Action.UNMARK_NODE, host, node.uuid, node.name))
-        if node.in_placement:
-            steps.append(Step(Action.UNMARK_PROVIDER, host, node.uuid,
-                              node.name))
-    return steps
-
-
-def _unreachable_ironic(facts: HostFacts, has_ironic: bool) -> Refusal | None:
+def _refusal(facts: HostFacts, has_ironic: bool) -> Refusal | None:
+    """Why start or cancel cannot act on a host at all."""
+    if facts.service is None:
+        return Refusal(facts.host,
+                       "no compute service (unknown host, or released)")
     if facts.ironic_nodes and not has_ironic:
         return Refusal(facts.host, "its nodes are Ironic nodes but there is "
-                       "no baremetal endpoint: a mark set only in placement "
-                       "is wiped by Nova's Ironic driver")
+                       "no baremetal endpoint: Nova's Ironic driver puts "
+                       "back the node traits over placement's")
     return None
 
 
@@ -267,14 +251,9 @@ def plan_start(hosts: Sequence[HostFacts], reason: str,
     plan = Plan()
     disables = []
     for facts in hosts:
-        service = facts.service
-        if service is None:
-            plan.refusals.append(Refusal(
-                facts.host, "no compute service (unknown host, or released)"))
-            continue
-        refusal = _unreachable_ironic(facts, has_ironic)
-        if refusal:
-            plan.refusals.append(refusal)
+        service, refusal = facts.service, _refusal(facts, has_ironic)
+        if refusal or service is None:
+            plan.refusals += [refusal] if refusal else []
             continue
         marks = mark_steps(facts.host, facts.nodes)
         plan.steps.extend(marks)
@@ -304,17 +283,11 @@ def plan_cancel(hosts: Sequence[HostFacts], has_ironic: bool = True) -> Plan:
     plan = Plan()
     enables = []
     for facts in hosts:
-        service = facts.service
-        if service is None:
-            plan.refusals.append(Refusal(
-                facts.host, "no compute service (unknown host, or released)"))
+        service, refusal = facts.service, _refusal(facts, has_ironic)
+        if refusal or service is None:
+            plan.refusals += [refusal] if refusal else []
             continue
-        if any(n.in_ironic for n in facts.nodes) and not has_ironic:
-            plan.refusals.append(Refusal(
-                facts.host, "the mark is on Ironic nodes but there is no "
-                "baremetal endpoint to remove it from"))
-            continue
-        unmarks = unmark_steps(facts.host, facts.nodes)
+        unmarks = mark_steps(facts.host, facts.nodes, on=False)
         plan.steps.extend(unmarks)
         if service.ours:
             enables.append(Step(Action.ENABLE, facts.host, service.uuid))
@@ -357,11 +330,11 @@ def plan_finish(hosts: Sequence[HostFacts]) -> Plan:
         refusal = finish_refusal(facts)
         if refusal:
             plan.refusals.append(refusal)
-            continue
-        plan.steps.append(Step(
-            Action.DELETE_SERVICE, facts.host, facts.service.uuid,
-            f"{len(facts.nodes)} node(s); Nova removes the host mapping, "
-            "providers and aggregate membership: no undo"))
+        else:
+            plan.steps.append(Step(
+                Action.DELETE_SERVICE, facts.host, facts.service.uuid,
+                f"{len(facts.nodes)} node(s); Nova removes the host mapping, "
+                "providers and aggregate membership: no undo"))
     return plan
 
 
@@ -384,7 +357,7 @@ def leftovers(host: str, providers: Iterable[str], service_left: bool,
 
 def tail(text: str, limit: int = MAX_TAIL) -> str:
     """The end of an error message, on one line (the API's own words)."""
-    line = _SPACE.sub(" ", text).strip()
+    line = " ".join(text.split())
     return line if len(line) <= limit else "..." + line[-limit:]
 
 
@@ -415,23 +388,13 @@ def node_phase(facts: BaremetalFacts) -> Phase:
     return Phase.DRAINED
 
 
-def plan_node_start(nodes: Sequence[BaremetalFacts]) -> Plan:
-    """Mark each node on Ironic and on its provider; nothing else."""
+def plan_node(nodes: Sequence[BaremetalFacts], start: bool) -> Plan:
+    """Mark (``start``) or unmark each node, on Ironic and its provider."""
     plan = Plan()
     for facts in nodes:
-        steps = mark_steps(facts.label, [facts.node])
+        steps = mark_steps(facts.label, [facts.node], on=start)
         plan.steps.extend(steps)
         if not steps:
-            plan.done.append(Refusal(facts.label, "already marked"))
-    return plan
-
-
-def plan_node_cancel(nodes: Sequence[BaremetalFacts]) -> Plan:
-    """Remove the mark from each node, Ironic first."""
-    plan = Plan()
-    for facts in nodes:
-        steps = unmark_steps(facts.label, [facts.node])
-        plan.steps.extend(steps)
-        if not steps:
-            plan.done.append(Refusal(facts.label, "not marked"))
+            plan.done.append(Refusal(
+                facts.label, "already marked" if start else "not marked"))
     return plan

@@ -101,7 +101,7 @@ class StartNode(_NodeChange):
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
         facts = _gather(self.app, list(dict.fromkeys(parsed_args.nodes)))
-        return self.act(parsed_args, drain.plan_node_start(facts), True)
+        return self.act(parsed_args, drain.plan_node(facts, start=True), True)
 
 
 class CancelNode(_NodeChange):
@@ -109,4 +109,4 @@ class CancelNode(_NodeChange):
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
         facts = _gather(self.app, list(dict.fromkeys(parsed_args.nodes)))
-        return self.act(parsed_args, drain.plan_node_cancel(facts), False)
+        return self.act(parsed_args, drain.plan_node(facts, start=False), False)

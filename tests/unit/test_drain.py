@@ -257,12 +257,12 @@ class TestNodes(testtools.TestCase):
     def test_start_and_cancel(self) -> None:
         half = self.facts(node("u", ironic=True, placement=True))
         self.assertEqual([("bm", A.MARK_NODE, "u")],
-                         steps(drain.plan_node_start([half])))
+                         steps(drain.plan_node([half], True)))
         self.assertEqual([("bm", A.UNMARK_PROVIDER, "u")],
-                         steps(drain.plan_node_cancel([half])))
+                         steps(drain.plan_node([half], False)))
         none = self.facts(node("u", ironic=True))
         self.assertEqual(["bm: not marked"], [
-            str(d) for d in drain.plan_node_cancel([none]).done])
+            str(d) for d in drain.plan_node([none], False).done])
 
 
 class TestHelpers(testtools.TestCase):
