@@ -30,12 +30,10 @@ MARK = traits.DRAIN_HOST
 REASON_PREFIX = "drain:"
 #: Nova's services.disabled_reason column is a String(255).
 MAX_REASON = 255
-#: How many blockers ``show`` names before "(+N more)".
-MAX_BLOCKERS = 3
-#: How much of an API error a one-line message quotes.
-MAX_TAIL = 200
-#: Longest pause between two polls of ``finish --wait``.
-MAX_DELAY = 30.0
+#: Blockers ``show`` names before "(+N more)"; characters of an API error
+#: a one-line message quotes; the longest pause between two polls.
+MAX_BLOCKERS, MAX_TAIL, MAX_DELAY = 3, 200, 30.0
+
 
 class Phase(str, enum.Enum):
     ACTIVE = "Active"
@@ -324,17 +322,21 @@ def plan_finish(hosts: Sequence[HostFacts]) -> Plan:
     """Delete the compute service of each Drained host nobody runs any more."""
     plan = Plan()
     for facts in hosts:
+        refusal = finish_refusal(facts) if facts.service else None
         if facts.service is None:
             plan.done.append(Refusal(facts.host, "already released"))
-            continue
-        refusal = finish_refusal(facts)
-        if refusal:
+        elif refusal:
             plan.refusals.append(refusal)
         else:
             plan.steps.append(Step(
                 Action.DELETE_SERVICE, facts.host, facts.service.uuid,
                 f"{len(facts.nodes)} node(s); Nova removes the host mapping, "
                 "providers and aggregate membership: no undo"))
+            if facts.ironic_nodes:
+                plan.notes.append(
+                    f"{facts.host}'s Ironic nodes keep the mark in Ironic: "
+                    "a nova-compute that takes them over keeps them out of "
+                    "scheduling until 'openstack drain node cancel'")
     return plan
 
 
@@ -345,11 +347,8 @@ def leftovers(host: str, providers: Iterable[str], service_left: bool,
     :param providers: the host's providers still in placement.
     :param aggregates: names of aggregates still listing the host.
     """
-    left = []
-    if service_left:
-        left.append(f"compute service of {host}")
-    if mapped:
-        left.append(f"host mapping of {host}")
+    left = ([f"compute service of {host}"] * service_left
+            + [f"host mapping of {host}"] * mapped)
     left += [f"provider {rp}" for rp in sorted(providers)]
     left += [f"membership of aggregate {a}" for a in sorted(aggregates)]
     return left

@@ -204,26 +204,38 @@ class FinishHost(_HostChange):
 
     def wait_and_release(self, hosts: list[str],
                          timeout: float) -> list[drain_steps.Row]:
-        """Poll with backoff until each host can go, or the deadline."""
+        """Poll with backoff until each host can go, or the deadline.
+
+        A failed read is retried like a host still draining: an API that
+        is briefly away does not end the wait, only the deadline does.
+        """
         deadline = time.monotonic() + timeout
         rows: list[drain_steps.Row] = []
         pending, attempt = list(hosts), 0
-        while True:
-            remaining = deadline - time.monotonic()
-            time.sleep(drain.next_delay(attempt, remaining))
+        blocked: list[str] = []
+        while pending:
+            time.sleep(drain.next_delay(attempt, deadline - time.monotonic()))
             attempt += 1
-            gathered = _gather(self.app, pending)
-            plan = drain.plan_finish([gathered.hosts[h] for h in pending])
-            rows += [(r.host, "nothing to do", "", r.why) for r in plan.done]
-            rows += self.release(plan.steps, gathered)
-            pending = [r.host for r in plan.refusals if r.wait]
-            self.failures += [str(r) for r in plan.refusals if not r.wait]
-            if not pending:
-                return rows
-            if time.monotonic() >= deadline:
-                self.failures += [f"gave up waiting after {timeout}s: {r}"
-                                  for r in plan.refusals if r.wait]
-                return rows
+            try:
+                gathered = drain_steps.gather_hosts(
+                    common.drain_client(self.app), pending)
+            except http.ApiError as exc:
+                blocked = [f"{', '.join(pending)}: could not read: "
+                           f"{drain.tail(str(exc))}"]
+            else:
+                plan = drain.plan_finish([gathered.hosts[h] for h in pending])
+                rows += [(r.host, "nothing to do", "", r.why)
+                         for r in plan.done]
+                rows += self.release(plan.steps, gathered)
+                pending = [r.host for r in plan.refusals if r.wait]
+                blocked = [str(r) for r in plan.refusals if r.wait]
+                self.failures += [str(r) for r in plan.refusals
+                                  if not r.wait]
+            if pending and time.monotonic() >= deadline:
+                self.failures += [f"gave up waiting after {timeout}s: {b}"
+                                  for b in blocked]
+                break
+        return rows
 
 
 def _positive(value: str) -> int:

@@ -346,3 +346,54 @@ class TestFinishHost(HostCase):
         self.assertEqual([], self.sleeps)
         self.assertIn("failed: c1: not draining (Active)",
                       self.app.stderr.getvalue())
+
+    def flaky_reads(self, fail: set[int]) -> list[int]:
+        """Make the hypervisor reads numbered in ``fail`` (1 = the first,
+        before any wait) answer 503."""
+        real, calls = self.cloud.nova.hypervisors, []
+
+        def hypervisors() -> list:
+            calls.append(1)
+            if len(calls) in fail:
+                raise fakes.api_error(503, "nova", "GET", "/os-hypervisors")
+            return real()
+
+        self.cloud.nova.hypervisors = hypervisors  # type: ignore[method-assign]
+        return calls
+
+    def test_wait_rides_out_a_failed_read(self) -> None:
+        self.drained()
+        self.cloud.add_server("s1", "c1", "rp-c1")
+        calls = self.flaky_reads({2})  # the first poll fails
+
+        def leave(seconds: float) -> None:
+            self.sleeps.append(seconds)
+            self.now[0] += seconds
+            if len(self.sleeps) == 2:  # the server leaves before the second
+                self.cloud.servers.clear()
+                self.cloud.allocations.clear()
+
+        self.patch(host.time, "sleep", leave)
+        _, rows = self.take(self.cloud.client(), "c1", "--wait", "--yes")
+        self.assertEqual([("c1", "delete compute service", "released")],
+                         self.results(rows))
+        self.assertEqual((3, [1.0, 2.0], []),
+                         (len(calls), self.sleeps, self.cmd.failures))
+
+    def test_wait_reports_the_last_failed_read_at_the_deadline(self) -> None:
+        self.drained()
+        self.cloud.add_server("s1", "c1", "rp-c1")
+        self.flaky_reads({2, 3, 4, 5})
+        rc = self.run_cmd(self.cloud.client(), "c1", "--wait", "--timeout",
+                          "3", "--yes")
+        self.assertEqual(1, rc)
+        self.assertIn("failed: gave up waiting after 3s: c1: could not read: "
+                      "nova GET /os-hypervisors: HTTP 503: boom",
+                      self.app.stderr.getvalue())
+
+    def test_ironic_release_notes_the_node_marks(self) -> None:
+        self.cloud.disable("bm", "drain: x")
+        self.cloud.down("bm")
+        self.take(self.cloud.client(), "bm", "--dry-run")
+        self.assertIn("Note: bm's Ironic nodes keep the mark in Ironic",
+                      self.app.stderr.getvalue())
