@@ -154,12 +154,14 @@ class FinishHost(_HostChange):
                  "down, then release it")
         parser.add_argument(
             "--timeout", metavar="<seconds>", type=_positive,
-            default=DEFAULT_TIMEOUT,
             help=f"with --wait, give up after this long (default "
                  f"{DEFAULT_TIMEOUT}); the drain itself goes on")
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
+        if parsed_args.timeout and not parsed_args.wait:
+            raise exceptions.CommandError("--timeout needs --wait")
+        parsed_args.timeout = parsed_args.timeout or DEFAULT_TIMEOUT
         hosts = list(dict.fromkeys(parsed_args.hosts))
         gathered = _gather(self.app, hosts)
         plan = drain.plan_finish([gathered.hosts[h] for h in hosts])

@@ -263,7 +263,10 @@ class TestFinishHost(HostCase):
         parsed = self.parse("a", "--wait", "--timeout", "5")
         self.assertEqual((["a"], True, 5), (parsed.hosts, parsed.wait,
                                             parsed.timeout))
-        self.assertEqual(600, self.parse("a").timeout)
+        self.assertIsNone(self.parse("a").timeout)
+        exc = self.assertRaises(exceptions.CommandError, self.take,
+                                self.cloud.client(), "a", "--timeout", "5")
+        self.assertEqual("--timeout needs --wait", str(exc))
         self.assertIn("'0' is not a whole number of seconds of 1 or more",
                       self.parse_error("a", "--timeout", "0"))
 
