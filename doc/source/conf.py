@@ -20,7 +20,10 @@ sys.path.insert(0, ROOT)
 
 project = "nova-drain-filters"
 copyright = "nova-drain-filters developers"
-extensions = ["oslo_config.sphinxext"]
+# sphinx.ext.graphviz draws the drain phase diagram (drain.rst) from its
+# text; it runs Graphviz's ``dot``, a system package (see requirements.txt).
+extensions = ["oslo_config.sphinxext", "sphinx.ext.graphviz"]
+graphviz_output_format = "svg"
 master_doc = "index"
 html_theme = "alabaster"
 html_title = "nova-drain-filters"

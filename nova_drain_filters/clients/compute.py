@@ -27,6 +27,8 @@ from nova_drain_filters.clients import http
 #: 2.53: service and hypervisor ids are UUIDs; 2.59: migrations paginate and
 #: carry their UUID (the consumer of a migration's allocations).
 COMPUTE_VERSION = "2.59"
+#: The last version with ``os-hosts`` (removed in 2.43).
+HOSTS_VERSION = "2.42"
 PAGE_SIZE = 1000
 MAX_PAGES = 100_000
 
@@ -90,6 +92,25 @@ class Migration:
     status: str
     source_node: str | None
     dest_node: str | None
+    source_compute: str | None = None
+    dest_compute: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Aggregate:
+    """A host aggregate and the hosts in it."""
+
+    id: int
+    name: str
+    hosts: tuple[str, ...]
+
+
+def _service(body: dict[str, Any]) -> Service:
+    return Service(uuid=str(body["id"]), host=body["host"],
+                   state=body["state"], status=body["status"],
+                   forced_down=bool(body.get("forced_down")),
+                   disabled_reason=body.get("disabled_reason"),
+                   updated_at=body.get("updated_at"))
 
 
 def _server(body: dict[str, Any]) -> Server:
@@ -143,21 +164,59 @@ class ComputeClient(http.ServiceClient):
                 state=hv.get("state", ""), status=hv.get("status", "")))
         return found
 
-    def services(self) -> list[Service]:
-        """Every nova-compute service (one request: not paginated)."""
-        body = self.get("/os-services?binary=nova-compute",
+    def services(self, host: str | None = None) -> list[Service]:
+        """Every nova-compute service, or one host's (not paginated)."""
+        query = {"binary": "nova-compute", **({"host": host} if host else {})}
+        body = self.get(f"/os-services?{parse.urlencode(query)}",
                         microversion=COMPUTE_VERSION)
-        return [Service(uuid=str(s["id"]), host=s["host"], state=s["state"],
-                        status=s["status"],
-                        forced_down=bool(s.get("forced_down")),
-                        disabled_reason=s.get("disabled_reason"),
-                        updated_at=s.get("updated_at"))
-                for s in body["services"]]
+        return [_service(s) for s in body["services"]]
 
-    def servers(self) -> list[Server]:
-        """Every instance of every project, a page at a time."""
+    def update_service(self, uuid: str, *, disabled: bool,
+                       reason: str | None = None) -> Service:
+        """Enable or disable a compute service (2.53: by UUID).
+
+        Nova then asks a running nova-compute to set or clear
+        COMPUTE_STATUS_DISABLED on its providers
+        (``nova/compute/api.py`` ``_update_compute_provider_status``).
+        """
+        body: dict[str, Any] = {"status": "disabled" if disabled
+                                else "enabled"}
+        if disabled and reason:
+            body["disabled_reason"] = reason
+        _, answer = self.request("PUT", f"/os-services/{uuid}",
+                                 microversion=COMPUTE_VERSION, json_body=body)
+        return _service(answer["service"])
+
+    def aggregates(self) -> list[Aggregate]:
+        """Every host aggregate with its hosts (one request)."""
+        body = self.get("/os-aggregates", microversion=COMPUTE_VERSION)
+        return [Aggregate(id=int(a["id"]), name=a.get("name") or "",
+                          hosts=tuple(a.get("hosts") or ()))
+                for a in body["aggregates"]]
+
+    def host_mapped(self, host: str) -> bool:
+        """Whether the API still finds ``host`` through its host mapping.
+
+        No API lists host mappings; ``GET /os-hosts/{host}`` (up to 2.42)
+        answers 200 only when the mapping and a compute node exist, and 404
+        otherwise (``nova/api/openstack/compute/hosts.py`` ``show``). A
+        mapping without any compute node is invisible to the API.
+        """
+        try:
+            self.get(f"/os-hosts/{parse.quote(host, safe='')}",
+                     microversion=HOSTS_VERSION)
+        except http.NotFound:
+            return False
+        return True
+
+    def servers(self, host: str | None = None) -> list[Server]:
+        """Every instance of every project (or on one host), a page at a
+        time."""
+        params = {"all_tenants": "1"}
+        if host:
+            params["host"] = host
         return [_server(s) for s in self._pages(
-            "/servers/detail", "servers", {"all_tenants": "1"})]
+            "/servers/detail", "servers", params)]
 
     def server(self, uuid: str) -> Server | None:
         """One instance as Nova has it now, or None if it does not exist."""
@@ -167,16 +226,24 @@ class ComputeClient(http.ServiceClient):
             return None
         return _server(body["server"])
 
-    def migrations_in_progress(self) -> list[Migration]:
-        """Migrations that may still hold allocations."""
+    def migrations_in_progress(self, host: str | None = None
+                               ) -> list[Migration]:
+        """Migrations that may still hold allocations (to or from ``host``).
+
+        Nova's ``host`` filter matches the source or the destination
+        compute (``nova/db/main/api.py`` ``migration_get_all_by_filters``).
+        """
         found = []
-        for m in self._pages("/os-migrations", "migrations"):
+        params = {"host": host} if host else None
+        for m in self._pages("/os-migrations", "migrations", params):
             if m.get("status") in MIGRATION_DONE:
                 continue
             found.append(Migration(
                 uuid=str(m.get("uuid")), instance_uuid=m["instance_uuid"],
                 status=m["status"], source_node=m.get("source_node"),
-                dest_node=m.get("dest_node")))
+                dest_node=m.get("dest_node"),
+                source_compute=m.get("source_compute"),
+                dest_compute=m.get("dest_compute")))
         return found
 
     def delete_service(self, uuid: str) -> None:

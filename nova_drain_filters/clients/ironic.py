@@ -127,3 +127,13 @@ class IronicClient(http.ServiceClient):
         except http.NotFound:
             if trait in self.node_traits(node_uuid):
                 raise  # put back in between: report the removal as failed
+
+    def node(self, ident: str) -> decisions.IronicNodeFacts | None:
+        """One node by UUID or name, or None if Ironic has no such node."""
+        url = (f"/v1/nodes/{parse.quote(ident, safe='')}?"
+               + parse.urlencode({"fields": ",".join(NODE_FIELDS)}))
+        try:
+            body = self.get(url, microversion=IRONIC_VERSION)
+        except http.NotFound:
+            return None
+        return node_facts(body)

@@ -1,0 +1,251 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack drain host start|show|finish|cancel``: a host's drain lifecycle.
+
+The phase is derived from Nova and placement on every run
+(:mod:`nova_drain_filters.drain`); nothing is kept between runs. The tool
+never migrates a server and never enables a service it did not disable.
+"""
+import argparse
+import time
+from typing import Any
+
+from osc_lib import exceptions
+from osc_lib.command import command
+
+from nova_drain_filters import drain
+from nova_drain_filters.clients import http
+from osc_plugin.v1 import common
+from osc_plugin.v1 import drain_steps
+
+COLUMNS = ("Host", "Phase", "Instances", "Migrations", "Allocations",
+           "Disabled Reason", "Blocked By")
+DEFAULT_TIMEOUT = 600
+
+
+def _row(facts: drain.HostFacts) -> tuple[Any, ...]:
+    service = facts.service
+    return (facts.host, drain.host_phase(facts).value, len(facts.servers),
+            len(facts.migrations), len(facts.consumers),
+            (service.disabled_reason or "") if service and service.disabled
+            else "", drain.summarize_blockers(drain.host_blockers(facts)))
+
+
+def _hosts_arg(parser: argparse.ArgumentParser, nargs: str) -> None:
+    parser.add_argument("hosts", metavar="<host>", nargs=nargs,
+                        help="compute host (the service's host name)")
+
+
+def _gather(app: Any, hosts: list[str] | None) -> drain_steps.Gathered:
+    with common.api_errors():
+        return drain_steps.gather_hosts(common.drain_client(app), hosts)
+
+
+class ShowHost(command.Lister):
+    """Show the drain phase of hosts (default: every host not Active)."""
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        _hosts_arg(parser, "*")
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
+        hosts = list(dict.fromkeys(parsed_args.hosts)) or None
+        found = _gather(self.app, hosts).hosts
+        return COLUMNS, [_row(found[h]) for h in (hosts or sorted(found))]
+
+
+class _HostChange(common.ClearCommand):
+    """A change to hosts: plan on stderr, ask, act, report."""
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        _hosts_arg(parser, "+")
+        return parser
+
+    def ask(self, parsed_args: argparse.Namespace, plan: drain.Plan,
+            lines: list[str] | None = None) -> bool:
+        """Notes, then the plan; True to go ahead."""
+        if plan.steps:
+            for note in plan.notes:
+                self.app.stderr.write(f"Note: {note}\n")
+        return self.confirm(parsed_args, lines if lines is not None
+                            else [str(s) for s in plan.steps])
+
+    def rows_for(self, plan: drain.Plan, go: bool,
+                 parsed_args: argparse.Namespace) -> list[drain_steps.Row]:
+        rows: list[drain_steps.Row] = [
+            (r.host, "nothing to do", "", r.why) for r in plan.done]
+        if not go:
+            result = "planned" if parsed_args.dry_run else "not done"
+            rows += [drain_steps.row(s, result) for s in plan.steps]
+        return rows
+
+
+class StartHost(_HostChange):
+    """Start draining hosts: mark them all, then disable each service once."""
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            "--reason", metavar="<text>", required=True,
+            help="why (kept as the service's disabled reason 'drain: TEXT')")
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
+        reason = drain.disable_reason(parsed_args.reason)
+        if len(reason) > drain.MAX_REASON or not parsed_args.reason.strip():
+            raise exceptions.CommandError(
+                f"--reason must be 1 to {drain.MAX_REASON - 7} characters")
+        hosts = list(dict.fromkeys(parsed_args.hosts))
+        gathered = _gather(self.app, hosts)
+        plan = drain.plan_start([gathered.hosts[h] for h in hosts],
+                                parsed_args.reason, gathered.has_ironic)
+        if plan.refusals:
+            raise exceptions.CommandError(
+                "nothing changed: " + "; ".join(map(str, plan.refusals)))
+        go = self.ask(parsed_args, plan)
+        rows = self.rows_for(plan, go, parsed_args)
+        if go:
+            done, failures = drain_steps.run_all_or_nothing(
+                common.drain_client(self.app), plan.steps)
+            rows += done
+            self.failures += failures
+        return drain_steps.COLUMNS, rows
+
+
+class CancelHost(_HostChange):
+    """Stop draining hosts: unmark them; enable only what a drain disabled."""
+
+    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
+        hosts = list(dict.fromkeys(parsed_args.hosts))
+        gathered = _gather(self.app, hosts)
+        plan = drain.plan_cancel([gathered.hosts[h] for h in hosts],
+                                 gathered.has_ironic)
+        self.failures += [str(r) for r in plan.refusals]
+        go = self.ask(parsed_args, plan)
+        rows = self.rows_for(plan, go, parsed_args)
+        if go:
+            done, failures = drain_steps.run_each(
+                common.drain_client(self.app), plan.steps)
+            rows += done
+            self.failures += failures
+        return drain_steps.COLUMNS, rows
+
+
+class FinishHost(_HostChange):
+    """Release Drained hosts: delete their compute service (no undo)."""
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            "--wait", action="store_true",
+            help="wait until each host is Drained and its nova-compute is "
+                 "down, then release it")
+        parser.add_argument(
+            "--timeout", metavar="<seconds>", type=_positive,
+            help=f"with --wait, give up after this long (default "
+                 f"{DEFAULT_TIMEOUT}); the drain itself goes on")
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
+        if parsed_args.timeout and not parsed_args.wait:
+            raise exceptions.CommandError("--timeout needs --wait")
+        parsed_args.timeout = parsed_args.timeout or DEFAULT_TIMEOUT
+        hosts = list(dict.fromkeys(parsed_args.hosts))
+        gathered = _gather(self.app, hosts)
+        plan = drain.plan_finish([gathered.hosts[h] for h in hosts])
+        waiting = [r for r in plan.refusals if parsed_args.wait and r.wait]
+        self.failures += [str(r) for r in plan.refusals if r not in waiting]
+        lines = [str(s) for s in plan.steps] + [
+            f"{r.host}: wait up to {parsed_args.timeout}s until it is "
+            f"Drained and its nova-compute is down, then delete its compute "
+            f"service (no undo)" for r in waiting]
+        go = self.ask(parsed_args, plan, lines)
+        rows = self.rows_for(plan, go, parsed_args)
+        rows += [(r.host, "wait", "", "planned" if parsed_args.dry_run
+                  else "not done") for r in waiting if not go]
+        if not go:
+            return drain_steps.COLUMNS, rows
+        rows += self.release(plan.steps, gathered)
+        if waiting:
+            rows += self.wait_and_release([r.host for r in waiting],
+                                          parsed_args.timeout)
+        return drain_steps.COLUMNS, rows
+
+    def release(self, steps: list[drain.Step],
+                gathered: drain_steps.Gathered) -> list[drain_steps.Row]:
+        client = common.drain_client(self.app)
+        rows = []
+        for step in steps:
+            try:
+                drain_steps.carry_out(client, step)
+                left = drain_steps.leftovers(
+                    client, step.host, gathered.providers.get(step.host, []))
+            except http.ApiError as exc:
+                rows.append(drain_steps.row(step, "failed"))
+                self.failures.append(drain_steps.failure(step, exc))
+                continue
+            if left:
+                self.failures.append(
+                    f"{step.host}: released, but Nova left behind "
+                    f"{', '.join(left)} (see 'openstack drain stale list')")
+            rows.append(drain_steps.row(step, "released" + (
+                f"; left behind: {', '.join(left)}" if left else "")))
+        return rows
+
+    def wait_and_release(self, hosts: list[str],
+                         timeout: float) -> list[drain_steps.Row]:
+        """Poll with backoff until each host can go, or the deadline.
+
+        A failed read is retried like a host still draining: an API that
+        is briefly away does not end the wait, only the deadline does.
+        """
+        deadline = time.monotonic() + timeout
+        rows: list[drain_steps.Row] = []
+        pending, attempt = list(hosts), 0
+        blocked: list[str] = []
+        while pending:
+            time.sleep(drain.next_delay(attempt, deadline - time.monotonic()))
+            attempt += 1
+            try:
+                gathered = drain_steps.gather_hosts(
+                    common.drain_client(self.app), pending)
+            except http.ApiError as exc:
+                blocked = [f"{', '.join(pending)}: could not read: "
+                           f"{drain.tail(str(exc))}"]
+            else:
+                plan = drain.plan_finish([gathered.hosts[h] for h in pending])
+                rows += [(r.host, "nothing to do", "", r.why)
+                         for r in plan.done]
+                rows += self.release(plan.steps, gathered)
+                pending = [r.host for r in plan.refusals if r.wait]
+                blocked = [str(r) for r in plan.refusals if r.wait]
+                self.failures += [str(r) for r in plan.refusals
+                                  if not r.wait]
+            if pending and time.monotonic() >= deadline:
+                self.failures += [f"gave up waiting after {timeout}s: {b}"
+                                  for b in blocked]
+                break
+        return rows
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a whole number of seconds of 1 or more")
+    return number

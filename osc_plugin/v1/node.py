@@ -1,0 +1,112 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack drain node start|show|cancel``: drain single baremetal nodes.
+
+Only the mark: ``CUSTOM_DRAIN_HOST`` on the Ironic node (so Nova's Ironic
+driver copies it) and on its provider (so it counts at once). The service
+that fronts the node, and its other nodes, are left alone.
+"""
+import argparse
+from typing import Any
+
+from osc_lib import exceptions
+from osc_lib.command import command
+
+from nova_drain_filters import drain
+from osc_plugin.v1 import common
+from osc_plugin.v1 import drain_steps
+
+COLUMNS = ("Node", "Name", "Host", "Phase", "Instance", "Allocations",
+           "Marked On")
+
+
+def _marked_on(mark: drain.NodeMark) -> str:
+    return ",".join(where for where, yes in (("ironic", mark.in_ironic),
+                                             ("placement", mark.in_placement))
+                    if yes)
+
+
+def _row(facts: drain.BaremetalFacts) -> tuple[Any, ...]:
+    return (facts.node.uuid, facts.node.name, facts.host or "",
+            drain.node_phase(facts).value, facts.instance or "",
+            len(facts.consumers), _marked_on(facts.node))
+
+
+def _gather(app: Any, idents: list[str]) -> list[drain.BaremetalFacts]:
+    client = common.drain_client(app)
+    if not client.has_ironic():
+        raise exceptions.CommandError(
+            "no baremetal endpoint in the catalog: 'drain node' needs Ironic")
+    with common.api_errors():
+        found, unknown = drain_steps.gather_nodes(client, idents)
+    if unknown:
+        raise exceptions.CommandError(
+            "unknown Ironic node(s): " + ", ".join(unknown))
+    return found
+
+
+def _nodes_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("nodes", metavar="<node>", nargs="+",
+                        help="Ironic node UUID or name")
+
+
+class ShowNode(command.Lister):
+    """Show the drain phase of baremetal nodes and whether they hold an
+    instance."""
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        _nodes_arg(parser)
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
+        idents = list(dict.fromkeys(parsed_args.nodes))
+        return COLUMNS, [_row(f) for f in _gather(self.app, idents)]
+
+
+class _NodeChange(common.ClearCommand):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        _nodes_arg(parser)
+        return parser
+
+    def act(self, parsed_args: argparse.Namespace, plan: drain.Plan,
+            all_or_nothing: bool) -> tuple[Any, Any]:
+        go = self.confirm(parsed_args, [str(s) for s in plan.steps])
+        rows: list[drain_steps.Row] = [
+            (r.host, "nothing to do", "", r.why) for r in plan.done]
+        if not go:
+            result = "planned" if parsed_args.dry_run else "not done"
+            rows += [drain_steps.row(s, result) for s in plan.steps]
+            return drain_steps.COLUMNS, rows
+        run = (drain_steps.run_all_or_nothing if all_or_nothing
+               else drain_steps.run_each)
+        done, failures = run(common.drain_client(self.app), plan.steps)
+        self.failures += failures
+        return drain_steps.COLUMNS, rows + done
+
+
+class StartNode(_NodeChange):
+    """Keep new boots off baremetal nodes (the mark only)."""
+
+    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
+        facts = _gather(self.app, list(dict.fromkeys(parsed_args.nodes)))
+        return self.act(parsed_args, drain.plan_node(facts, start=True), True)
+
+
+class CancelNode(_NodeChange):
+    """Remove the drain mark from baremetal nodes."""
+
+    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
+        facts = _gather(self.app, list(dict.fromkeys(parsed_args.nodes)))
+        return self.act(parsed_args, drain.plan_node(facts, start=False), False)
