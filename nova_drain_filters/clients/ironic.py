@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Typed Ironic calls: the paginated node list and node traits."""
+"""Typed Ironic calls: the paginated node list, one node, node traits."""
 from collections.abc import Iterator
 from typing import Any
 from urllib import parse
@@ -96,6 +96,28 @@ class IronicClient(http.ServiceClient):
     def list_nodes(self, page_size: int) -> list[decisions.IronicNodeFacts]:
         """Every node, in as few requests as the page size allows."""
         return [n for page in self.iter_node_pages(page_size) for n in page]
+
+    def get_node(self, node_uuid: str) -> decisions.IronicNodeFacts | None:
+        """One node with the listing's fields; None if Ironic has no such node.
+
+        One ``GET /v1/nodes/{uuid}?fields=...``: what a notification about
+        the node makes the view re-read. Raises ApiError for any other
+        failure, or a body that is not a node.
+        """
+        query = parse.urlencode({"fields": ",".join(NODE_FIELDS)})
+        url = f"/v1/nodes/{parse.quote(node_uuid, safe='')}?{query}"
+        try:
+            body = self.get(url, microversion=IRONIC_VERSION)
+        except http.ApiError as exc:
+            # Ironic's NodeNotFound (ironic/common/exception.py) is a 404.
+            if exc.status == 404:
+                return None
+            raise
+        try:
+            return node_facts(body)
+        except (TypeError, KeyError, AttributeError) as exc:
+            raise http.ApiError(self.service, "GET", url, 200,
+                                f"malformed node: {exc!r}") from None
 
     def add_trait(self, node_uuid: str, trait: str) -> None:
         """Add one trait to a node, leaving its other traits."""
