@@ -219,6 +219,8 @@ class EventListener:
         self.received = self.applied = self.dropped = 0
         self.fallback_listings = 0
         self._error_logged = False
+        #: Set when the broker came (back): a listing must start after it.
+        self._catch_up_since: float | None = None
 
     # life cycle ------------------------------------------------------------
 
@@ -267,6 +269,11 @@ class EventListener:
             if thread is not threading.current_thread():
                 thread.join(timeout)
         self._slot.forget()
+
+    @property
+    def settled(self) -> bool:
+        """Listening, and a listing has started since the broker came."""
+        return self.broker_up is True and self._catch_up_since is None
 
     # listening -------------------------------------------------------------
 
@@ -325,7 +332,6 @@ class EventListener:
         connector = threading.Thread(target=self._connect, daemon=True,
                                      name="drain-ironic-events-connect")
         connector.start()
-        catch_up_since: float | None = None
         last_listing = started
         fallback = CONF.drain_filters.baremetal_notifications_fallback_interval
         while not self._stop.wait(WATCH_INTERVAL):
@@ -336,8 +342,8 @@ class EventListener:
                          "%(pool)s%(back)s", {"pool": self.pool, "back": (
                              "; events flow again" if self.broker_up is False
                              else "")})
+                self._catch_up_since = now
                 self.broker_up = True
-                catch_up_since = now
             elif not up and (self.broker_up is True or (
                     self.broker_up is None
                     and now - started >= CONNECT_GRACE)):
@@ -346,13 +352,13 @@ class EventListener:
                             "%(n)s s until it is back", {"n": fallback})
                 self.broker_up = False
                 last_listing = min(last_listing, now - fallback)
-            if catch_up_since is not None:
+            if self._catch_up_since is not None:
                 # Events sent before the queue was bound were missed.
                 snap = self.view.trusted()
-                if snap is not None and snap.started_at >= catch_up_since:
-                    catch_up_since = None
-                elif self.view.refresh():
-                    catch_up_since = None
+                if (snap is not None
+                        and snap.started_at >= self._catch_up_since
+                        or self.view.refresh()):
+                    self._catch_up_since = None
             if self.broker_up is False and now - last_listing >= fallback:
                 last_listing = now
                 self.fallback_listings += 1

@@ -36,6 +36,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -50,7 +51,6 @@ from tests.functional.services.ironic_server import ServiceStartError
 from tests.functional.services.ironic_server import child_env
 from tests.functional.services.ironic_server import free_port
 from tests.functional.services.ironic_server import log_detail
-from tests.functional.services.ironic_server import make_service_dir
 
 RABBITMQ_BIN = Path("/usr/lib/rabbitmq/bin")
 """Where Debian's package puts the broker's own scripts."""
@@ -82,6 +82,22 @@ def _chown_to_broker_user(path: Path) -> None:
     for root, dirs, files in os.walk(path):
         for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
             os.chown(name, entry.pw_uid, entry.pw_gid)
+
+
+def _broker_tmp() -> str | None:
+    """A temp dir the broker's user can reach, or None for the default.
+
+    Nova's harness points ``TMPDIR`` into root-only (0700) directories; the
+    ``rabbitmq`` user could not reach a broker dir made there (nor write
+    its Erlang cookie), so a broker restarted inside a test goes to /tmp.
+    """
+    if os.geteuid() != 0:
+        return None
+    path = Path(tempfile.gettempdir()).resolve()
+    for part in (path, *path.parents):
+        if not os.stat(part).st_mode & 0o001:
+            return "/tmp"
+    return str(path)
 
 
 def ironic_notification_config(
@@ -142,7 +158,8 @@ class RabbitMQServer(LoopbackService):
         if not server_bin.exists() or shutil.which("epmd") is None:
             raise ServiceStartError(f"{server_bin} or epmd not found; "
                                     f"{INSTALL_HINT}")
-        self.state_dir = make_service_dir("ndf-rabbitmq-")
+        self.state_dir = Path(tempfile.mkdtemp(prefix="ndf-rabbitmq-",
+                                               dir=_broker_tmp()))
         atexit.register(self.stop)
         base = self.state_dir
         (base / "enabled_plugins").write_text("[].\n")
