@@ -50,7 +50,7 @@ fi
 
 # The event-mode tests run a private RabbitMQ broker, as they run Ironic
 # (tests/functional/services/rabbitmq_server.py); Debian's package has it.
-if [ "${1:-}" != "--ironic-only" ] && [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
+if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
     apt_install() { "$@" apt-get update -q >/dev/null && "$@" DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends rabbitmq-server >/dev/null; }
     echo "setup: installing rabbitmq-server (a private broker for the event-mode tests)..." >&2
     if [ "$(id -u)" = 0 ]; then apt_install env || true
