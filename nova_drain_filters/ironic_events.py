@@ -66,6 +66,16 @@ WATCH_INTERVAL = 0.5
 NODE_EVENT = "baremetal.node."
 ALLOCATION_EVENT = "baremetal.allocation."
 DELETE_END = "baremetal.node.delete.end"
+#: Node actions whose ``.start`` Ironic sends before it acts and always
+#: follows with ``.end`` or ``.error``: the API's update, maintenance,
+#: create and delete (ironic/api/controllers/v1/node.py), the conductor's
+#: power and console actions (ironic/conductor/utils.py node_power_action,
+#: ironic/conductor/manager.py). Reading on those ``.start`` finds nothing
+#: new. ``provision_set.start`` is sent after the state moved
+#: (ironic/conductor/task_manager.py _notify_provision_state_change) and
+#: may be the only event of a transition, so it is read.
+ANNOUNCED = frozenset({"update", "maintenance_set", "create", "delete",
+                       "power_set", "console_set"})
 
 
 class MalformedEvent(ValueError):
@@ -89,8 +99,9 @@ def parse_event(event_type: Any, payload: Any) -> NodeEvent | None:
     object ``payload['ironic_object.data']['uuid']``; allocation events
     carry ``node_uuid`` (an allocation sets the node's ``instance_uuid``
     without a node event). Ports, chassis and the rest change nothing the
-    filters read. Raises MalformedEvent for a node or allocation event
-    without a uuid where one must be.
+    filters read, nor does the ``.start`` of an ``ANNOUNCED`` action.
+    Raises MalformedEvent for a node or allocation event without a uuid
+    where one must be.
     """
     if not isinstance(event_type, str):
         raise MalformedEvent(f"event type is {type(event_type).__name__}")
@@ -109,6 +120,9 @@ def parse_event(event_type: Any, payload: Any) -> NodeEvent | None:
         return None  # an allocation not (yet) on a node
     if not isinstance(uuid, str) or not uuidutils.is_uuid_like(uuid):
         raise MalformedEvent(f"{event_type}: {key} is {uuid!r:.60}")
+    action, _, status = event_type[len(NODE_EVENT):].rpartition(".")
+    if key == "uuid" and status == "start" and action in ANNOUNCED:
+        return None  # the change comes with the .end (or .error)
     return NodeEvent(uuid, event_type, deleted=event_type == DELETE_END)
 
 

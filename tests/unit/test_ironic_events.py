@@ -39,7 +39,11 @@ class TestParseEvent(testtools.TestCase):
     def test_node_events_name_the_node(self) -> None:
         for event_type in ("baremetal.node.maintenance_set.end",
                            "baremetal.node.provision_set.start",
+                           "baremetal.node.provision_set.success",
+                           "baremetal.node.provision_set.error",
                            "baremetal.node.power_set.end",
+                           "baremetal.node.power_set.error",
+                           "baremetal.node.power_state_corrected.success",
                            "baremetal.node.update.end",
                            "baremetal.node.create.end"):
             event = ironic_events.parse_event(
@@ -51,11 +55,16 @@ class TestParseEvent(testtools.TestCase):
     def test_only_delete_end_deletes(self) -> None:
         end = ironic_events.parse_event("baremetal.node.delete.end",
                                         payload(uuid=NODE))
-        start = ironic_events.parse_event("baremetal.node.delete.start",
+        error = ironic_events.parse_event("baremetal.node.delete.error",
                                           payload(uuid=NODE))
-        assert end is not None and start is not None
+        assert end is not None and error is not None
         self.assertTrue(end.deleted)
-        self.assertFalse(start.deleted)
+        self.assertFalse(error.deleted)
+
+    def test_announcements_before_the_change_are_not_read(self) -> None:
+        for action in ironic_events.ANNOUNCED:
+            self.assertIsNone(ironic_events.parse_event(
+                f"baremetal.node.{action}.start", payload(uuid=NODE)))
 
     def test_allocation_events_name_their_node(self) -> None:
         event = ironic_events.parse_event(
@@ -155,7 +164,7 @@ class TestApply(ListenerTestCase):
 
     def test_not_found_on_a_known_node_marks_it_deleted(self) -> None:
         self.client.nodes.pop(0)
-        self.listener.apply(self.event("baremetal.node.delete.start"))
+        self.listener.apply(self.event("baremetal.node.update.end"))
         self.assertIsNone(self.node(NODE))
 
     def test_unknown_node_is_logged_and_dropped(self) -> None:
@@ -197,7 +206,7 @@ class TestOnEvent(ListenerTestCase):
             "Dropped a malformed Ironic notification"))
 
     def test_events_for_one_node_wait_as_one(self) -> None:
-        for event_type in ("baremetal.node.maintenance_set.start",
+        for event_type in ("baremetal.node.provision_set.start",
                            "baremetal.node.maintenance_set.end"):
             self.listener.on_event(event_type, payload(uuid=NODE))
         self.listener.on_event("baremetal.node.power_set.end",
