@@ -35,159 +35,28 @@ Nothing here raises into the scheduler: a bad event, a failed read or a
 broker outage is logged and dropped.
 """
 import collections
-import dataclasses
-import fcntl
 import os
-import socket
-import tempfile
 import threading
 import time
 from collections.abc import Callable
-from typing import IO
 from typing import Any
 
 import oslo_messaging
 from oslo_config import cfg
 from oslo_log import log as logging
-from oslo_utils import uuidutils
 
+from nova_drain_filters import ironic_event_pools as pools
+from nova_drain_filters import ironic_notifications as notifications
 from nova_drain_filters import ironic_view
 from nova_drain_filters.clients import ironic
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
 
-POOL_PREFIX = "nova-drain-filters"
-MAX_SLOTS = 1024
 #: How long a first connection may take before we call the broker down.
 CONNECT_GRACE = 5.0
 #: How often the watcher looks at the connection.
 WATCH_INTERVAL = 0.5
-NODE_EVENT = "baremetal.node."
-ALLOCATION_EVENT = "baremetal.allocation."
-DELETE_END = "baremetal.node.delete.end"
-#: Node actions whose ``.start`` Ironic sends before it acts and always
-#: follows with ``.end`` or ``.error``: the API's update, maintenance,
-#: create and delete (ironic/api/controllers/v1/node.py), the conductor's
-#: power and console actions (ironic/conductor/utils.py node_power_action,
-#: ironic/conductor/manager.py). Reading on those ``.start`` finds nothing
-#: new. ``provision_set.start`` is sent after the state moved
-#: (ironic/conductor/task_manager.py _notify_provision_state_change) and
-#: may be the only event of a transition, so it is read.
-ANNOUNCED = frozenset({"update", "maintenance_set", "create", "delete",
-                       "power_set", "console_set"})
-
-
-class MalformedEvent(ValueError):
-    """A node notification without a usable node uuid."""
-
-
-@dataclasses.dataclass(frozen=True)
-class NodeEvent:
-    """What one notification asks of the view."""
-
-    node_uuid: str
-    event_type: str
-    #: The node is gone from Ironic (``baremetal.node.delete.end``).
-    deleted: bool = False
-
-
-def parse_event(event_type: Any, payload: Any) -> NodeEvent | None:
-    """The node a notification is about; None if it is about no node.
-
-    Node events (``baremetal.node.*``) carry the node in the versioned
-    object ``payload['ironic_object.data']['uuid']``; allocation events
-    carry ``node_uuid`` (an allocation sets the node's ``instance_uuid``
-    without a node event). Ports, chassis and the rest change nothing the
-    filters read, nor does the ``.start`` of an ``ANNOUNCED`` action.
-    Raises MalformedEvent for a node or allocation event without a uuid
-    where one must be.
-    """
-    if not isinstance(event_type, str):
-        raise MalformedEvent(f"event type is {type(event_type).__name__}")
-    if event_type.startswith(NODE_EVENT):
-        key = "uuid"
-    elif event_type.startswith(ALLOCATION_EVENT):
-        key = "node_uuid"
-    else:
-        return None
-    data = payload.get("ironic_object.data") if isinstance(
-        payload, dict) else None
-    if not isinstance(data, dict):
-        raise MalformedEvent(f"{event_type}: no ironic_object.data")
-    uuid = data.get(key)
-    if uuid is None and key == "node_uuid":
-        return None  # an allocation not (yet) on a node
-    if not isinstance(uuid, str) or not uuidutils.is_uuid_like(uuid):
-        raise MalformedEvent(f"{event_type}: {key} is {uuid!r:.60}")
-    action, _, status = event_type[len(NODE_EVENT):].rpartition(".")
-    if key == "uuid" and status == "start" and action in ANNOUNCED:
-        return None  # the change comes with the .end (or .error)
-    return NodeEvent(uuid, event_type, deleted=event_type == DELETE_END)
-
-
-def lock_dir() -> str:
-    """Where slot lock files go: ``[oslo_concurrency] lock_path`` or tmp."""
-    try:
-        path = CONF.oslo_concurrency.lock_path
-    except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
-        path = None
-    return path or tempfile.gettempdir()
-
-
-def host_name() -> str:
-    """Nova's ``[DEFAULT] host`` if registered, else the host name."""
-    try:
-        host = CONF.host
-    except cfg.NoSuchOptError:
-        host = None
-    return str(host or socket.gethostname())
-
-
-class Slot:
-    """The lowest free listener slot on this host, held by a file lock.
-
-    ``flock`` locks go with the process: the kernel frees a dead
-    process's slot. A forked child shares its parent's lock, so it closes
-    (never unlocks) the inherited file and takes a slot of its own.
-    """
-
-    def __init__(self, directory: str, host: str) -> None:
-        self.directory = directory
-        self.host = host
-        self.number: int | None = None
-        self._file: IO[bytes] | None = None
-
-    def acquire(self) -> int | None:
-        """Take the lowest free slot; None if every slot is taken."""
-        self.forget()
-        safe_host = "".join(c if c.isalnum() or c in "-_." else "_"
-                            for c in self.host)
-        for number in range(MAX_SLOTS):
-            path = os.path.join(
-                self.directory, f"{POOL_PREFIX}-events.{safe_host}.{number}")
-            handle = open(path, "ab")
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                handle.close()
-                continue
-            self._file, self.number = handle, number
-            return number
-        return None
-
-    def forget(self) -> None:
-        """Drop the slot without unlocking (a fork's parent may hold it)."""
-        if self._file is not None:
-            self._file.close()
-        self._file, self.number = None, None
-
-
-def pool_name(host: str, slot: int | None) -> str:
-    """The queue of one listener: stable per host and slot."""
-    if slot is None:
-        return f"{POOL_PREFIX}.{host}.pid-{os.getpid()}"
-    return f"{POOL_PREFIX}.{host}.{slot}"
 
 
 class _Endpoint:
@@ -221,10 +90,10 @@ class EventListener:
         self._pid: int | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._slot = Slot(lock_dir(), host_name())
+        self._slot = pools.Slot(pools.lock_dir(), pools.host_name())
         self._server: Any = None
         self._transport: Any = None
-        self._pending: collections.OrderedDict[str, NodeEvent] = (
+        self._pending: collections.OrderedDict[str, notifications.NodeEvent] = (
             collections.OrderedDict())
         self._wake = threading.Condition()
         self.pool: str | None = None
@@ -252,6 +121,9 @@ class EventListener:
             self._slot.forget()
             self._pending.clear()
             self.broker_up = None
+            # A lock another thread held at the fork stays held in the child.
+            self._wake = threading.Condition()
+            self._stop = threading.Event()
         self._pid = pid
         self._stop.clear()
         self._threads = [
@@ -296,7 +168,7 @@ class EventListener:
         try:
             group = CONF.drain_filters
             self._slot.acquire()
-            self.pool = pool_name(self._slot.host, self._slot.number)
+            self.pool = pools.pool_name(self._slot.host, self._slot.number)
             if self._slot.number is None:
                 LOG.warning("No free listener slot in %(dir)s; listening as "
                             "%(pool)s, a queue only a broker policy removes",
@@ -349,42 +221,51 @@ class EventListener:
         last_listing = started
         fallback = CONF.drain_filters.baremetal_notifications_fallback_interval
         while not self._stop.wait(WATCH_INTERVAL):
-            now = self._clock()
-            up = self.connected()
-            if up and self.broker_up is not True:
-                LOG.info("Listening to Ironic's notifications as pool "
-                         "%(pool)s%(back)s", {"pool": self.pool, "back": (
-                             "; events flow again" if self.broker_up is False
-                             else "")})
-                self._catch_up_since = now
-                self.broker_up = True
-            elif not up and (self.broker_up is True or (
-                    self.broker_up is None
-                    and now - started >= CONNECT_GRACE)):
-                LOG.warning("Ironic's notifications cannot be received (the "
-                            "broker is unreachable); listing Ironic every "
-                            "%(n)s s until it is back", {"n": fallback})
-                self.broker_up = False
-                last_listing = min(last_listing, now - fallback)
-            if self._catch_up_since is not None:
-                # Events sent before the queue was bound were missed.
-                snap = self.view.trusted()
-                if (snap is not None
-                        and snap.started_at >= self._catch_up_since
-                        or self.view.refresh()):
-                    self._catch_up_since = None
-            if self.broker_up is False and now - last_listing >= fallback:
-                last_listing = now
-                self.fallback_listings += 1
-                self.view.refresh()
+            try:
+                last_listing = self._watch_once(started, last_listing, fallback)
+            except Exception:  # the watcher must outlive any surprise
+                LOG.exception("Ironic event watcher failed; going on")
+
+    def _watch_once(self, started: float, last_listing: float,
+                    fallback: int) -> float:
+        """One look at the connection; returns when it last listed."""
+        now = self._clock()
+        up = self.connected()
+        if up and self.broker_up is not True:
+            LOG.info("Listening to Ironic's notifications as pool "
+                     "%(pool)s%(back)s", {"pool": self.pool, "back": (
+                         "; events flow again" if self.broker_up is False
+                         else "")})
+            self._catch_up_since = now
+            self.broker_up = True
+        elif not up and (self.broker_up is True or (
+                self.broker_up is None
+                and now - started >= CONNECT_GRACE)):
+            LOG.warning("Ironic's notifications cannot be received (the "
+                        "broker is unreachable); listing Ironic every "
+                        "%(n)s s until it is back", {"n": fallback})
+            self.broker_up = False
+            last_listing = min(last_listing, now - fallback)
+        if self._catch_up_since is not None:
+            # Events sent before the queue was bound were missed.
+            snap = self.view.trusted()
+            if (snap is not None
+                    and snap.started_at >= self._catch_up_since
+                    or self.view.refresh()):
+                self._catch_up_since = None
+        if self.broker_up is False and now - last_listing >= fallback:
+            last_listing = now
+            self.fallback_listings += 1
+            self.view.refresh()
+        return last_listing
 
     # events ----------------------------------------------------------------
 
     def on_event(self, event_type: Any, payload: Any) -> None:
         """Queue the node an event names for a re-read; never raises."""
         try:
-            event = parse_event(event_type, payload)
-        except MalformedEvent as exc:
+            event = notifications.parse_event(event_type, payload)
+        except notifications.MalformedEvent as exc:
             self.dropped += 1
             LOG.warning("Dropped a malformed Ironic notification: %s", exc)
             return
@@ -415,7 +296,7 @@ class EventListener:
                 self.dropped += 1
                 LOG.exception("Could not apply %s", event)
 
-    def apply(self, event: NodeEvent) -> None:
+    def apply(self, event: notifications.NodeEvent) -> None:
         """Re-read the node (or take it out) and update the view."""
         read_at = self._clock()
         if event.deleted:

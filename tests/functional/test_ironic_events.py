@@ -29,7 +29,7 @@ from typing import Any
 import fixtures
 import testtools
 
-from nova_drain_filters import ironic_events
+from nova_drain_filters import ironic_event_pools as pools
 from tests.functional.services import ironic_server
 from tests.functional.services import rabbitmq_server
 
@@ -139,14 +139,13 @@ class TwoProcessesTest(testtools.TestCase):
     def test_restarted_process_takes_its_predecessors_queue(self) -> None:
         first = ListenerProcess(self, "first")
         pool = first.pool()
-        self.assertEqual(ironic_events.pool_name(
-            ironic_events.host_name(), 0), pool)
+        self.assertEqual(pools.pool_name(pools.host_name(), 0), pool)
         self.assertIn(pool, self.broker.queues())
         first.kill()  # no clean shutdown: the kernel frees the slot
         second = ListenerProcess(self, "second")
         self.assertEqual(pool, second.pool())
         ours = [q for q in self.broker.queues()
-                if q.startswith(ironic_events.POOL_PREFIX)]
+                if q.startswith(pools.POOL_PREFIX)]
         self.assertEqual([pool], ours)
 
     def test_documented_policy_removes_an_abandoned_queue(self) -> None:

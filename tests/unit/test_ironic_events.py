@@ -11,14 +11,13 @@
 # under the License.
 
 """Event mode without a broker: parsing, re-reads, slots, the view's merge."""
-import os
 from typing import Any
 
 import fixtures
-import testtools
 
 from nova_drain_filters import decisions
 from nova_drain_filters import ironic_events
+from nova_drain_filters import ironic_notifications
 from nova_drain_filters.clients import http
 from tests.unit import ironic_fakes
 from tests.unit import ironic_view_helpers
@@ -33,73 +32,6 @@ def payload(**data: Any) -> dict[str, Any]:
             "ironic_object.namespace": "ironic",
             "ironic_object.version": "1.17",
             "ironic_object.data": data}
-
-
-class TestParseEvent(testtools.TestCase):
-    def test_node_events_name_the_node(self) -> None:
-        for event_type in ("baremetal.node.maintenance_set.end",
-                           "baremetal.node.provision_set.start",
-                           "baremetal.node.provision_set.success",
-                           "baremetal.node.provision_set.error",
-                           "baremetal.node.power_set.end",
-                           "baremetal.node.power_set.error",
-                           "baremetal.node.power_state_corrected.success",
-                           "baremetal.node.update.end",
-                           "baremetal.node.create.end"):
-            event = ironic_events.parse_event(
-                event_type, payload(uuid=NODE, maintenance=True))
-            self.assertEqual(ironic_events.NodeEvent(NODE, event_type), event)
-            assert event is not None
-            self.assertFalse(event.deleted)
-
-    def test_only_delete_end_deletes(self) -> None:
-        end = ironic_events.parse_event("baremetal.node.delete.end",
-                                        payload(uuid=NODE))
-        error = ironic_events.parse_event("baremetal.node.delete.error",
-                                          payload(uuid=NODE))
-        assert end is not None and error is not None
-        self.assertTrue(end.deleted)
-        self.assertFalse(error.deleted)
-
-    def test_announcements_before_the_change_are_not_read(self) -> None:
-        for action in ironic_events.ANNOUNCED:
-            self.assertIsNone(ironic_events.parse_event(
-                f"baremetal.node.{action}.start", payload(uuid=NODE)))
-
-    def test_allocation_events_name_their_node(self) -> None:
-        event = ironic_events.parse_event(
-            "baremetal.allocation.create.end",
-            payload(uuid=OTHER, node_uuid=NODE))
-        self.assertEqual(NODE, event.node_uuid if event else None)
-        self.assertIsNone(ironic_events.parse_event(
-            "baremetal.allocation.create.start",
-            payload(uuid=OTHER, node_uuid=None)))
-
-    def test_other_objects_are_ignored(self) -> None:
-        for event_type in ("baremetal.port.update.end",
-                           "baremetal.chassis.create.end",
-                           "baremetal.deploy_template.delete.end",
-                           "compute.instance.create.end"):
-            self.assertIsNone(ironic_events.parse_event(
-                event_type, payload(uuid=NODE, node_uuid=NODE)))
-
-    def test_malformed(self) -> None:
-        bad = [
-            (None, payload(uuid=NODE)),
-            (42, payload(uuid=NODE)),
-            ("baremetal.node.update.end", None),
-            ("baremetal.node.update.end", "not a dict"),
-            ("baremetal.node.update.end", {"uuid": NODE}),  # unversioned
-            ("baremetal.node.update.end", {"ironic_object.data": [NODE]}),
-            ("baremetal.node.update.end", payload()),
-            ("baremetal.node.update.end", payload(uuid=None)),
-            ("baremetal.node.update.end", payload(uuid=7)),
-            ("baremetal.node.update.end", payload(uuid="node-1/../x")),
-            ("baremetal.allocation.create.end", payload(node_uuid="x")),
-        ]
-        for event_type, body in bad:
-            self.assertRaises(ironic_events.MalformedEvent,
-                              ironic_events.parse_event, event_type, body)
 
 
 class FakeNodeClient(ironic_fakes.FakeIronicClient):
@@ -130,8 +62,8 @@ class ListenerTestCase(ironic_view_helpers.ViewTestCase):
         return snap.nodes.get(uuid)
 
     def event(self, event_type: str, uuid: str = NODE,
-              deleted: bool = False) -> ironic_events.NodeEvent:
-        return ironic_events.NodeEvent(uuid, event_type, deleted)
+              deleted: bool = False) -> ironic_notifications.NodeEvent:
+        return ironic_notifications.NodeEvent(uuid, event_type, deleted)
 
 
 class TestApply(ListenerTestCase):
@@ -260,41 +192,3 @@ class TestViewMerge(ListenerTestCase):
         self.view.mark_deleted(NODE, self.clock())
         self.assertIn(NODE, held.nodes)
         self.assertNotIn(NODE, self.view.trusted().nodes)
-
-
-class TestSlots(testtools.TestCase):
-    def test_lowest_free_slot_and_release(self) -> None:
-        path = self.useFixture(fixtures.TempDir()).path
-        one, two = (ironic_events.Slot(path, "sched-1"),
-                    ironic_events.Slot(path, "sched-1"))
-        self.assertEqual(0, one.acquire())
-        self.assertEqual(1, two.acquire())
-        one.forget()
-        third = ironic_events.Slot(path, "sched-1")
-        self.assertEqual(0, third.acquire())
-        other_host = ironic_events.Slot(path, "sched-2")
-        self.assertEqual(0, other_host.acquire())
-        for slot in (two, third, other_host):
-            slot.forget()
-
-    def test_a_forked_child_takes_its_own_slot(self) -> None:
-        path = self.useFixture(fixtures.TempDir()).path
-        slot = ironic_events.Slot(path, "h")
-        self.assertEqual(0, slot.acquire())
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: what EventListener.start does after a fork
-            slot.forget()
-            os.write(write, str(slot.acquire()).encode())
-            os._exit(0)
-        os.waitpid(pid, 0)
-        self.assertEqual(b"1", os.read(read, 10))
-        # The child's forget() did not unlock the parent's slot.
-        self.assertEqual(1, ironic_events.Slot(path, "h").acquire())
-        slot.forget()
-
-    def test_pool_names(self) -> None:
-        self.assertEqual("nova-drain-filters.sched-1.3",
-                         ironic_events.pool_name("sched-1", 3))
-        self.assertEqual(f"nova-drain-filters.h.pid-{os.getpid()}",
-                         ironic_events.pool_name("h", None))
