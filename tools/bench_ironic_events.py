@@ -313,14 +313,9 @@ def report(nodes: int, lat: dict[str, Any], rows: list[dict[str, Any]],
     for row in rows:
         print(f"{row['workers']:3d} {row['mode']:8} {row['per_minute']:9.1f} "
               f"{row['listings']:9d} {row['cpu']:17.1f} {row['changes']:8d}")
-    print(f"\nReconciliation in event mode, every {RECONCILE}s: "
-          f"W x {pages} / {RECONCILE // 60} min = "
-          + ", ".join(f"{w * pages * 60 / RECONCILE:.1f}/min at W={w}"
-                      for w in args.workers)
-          + " (not in the windows above).")
-    print("Event-mode requests above that are one GET per process per "
-          "changed node (events for a node that arrive while it waits are "
-          "read once).")
+    print(f"\nEvent mode also lists every {RECONCILE}s: " + ", ".join(
+        f"{w * pages * 60 / RECONCILE:.1f}/min at W={w}" for w in args.workers)
+        + "; its other requests are one GET per process per change.")
 
 
 def _terminate(signum: int, _frame: FrameType | None) -> NoReturn:
@@ -329,19 +324,15 @@ def _terminate(signum: int, _frame: FrameType | None) -> NoReturn:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--nodes", type=int, default=2000)
-    parser.add_argument("--changes", type=int, default=60,
-                        help="changes timed by events (at least 50)")
-    parser.add_argument("--poll-interval", type=int, default=15)
-    parser.add_argument("--poll-samples", type=int, default=8,
-                        help="changes timed by polling (each takes up to "
-                             "one interval)")
-    parser.add_argument("--workers", default="1,8,24",
-                        help="scheduler process counts, comma-separated")
-    parser.add_argument("--window", type=float, default=60.0,
-                        help="seconds measured per (W, mode)")
-    parser.add_argument("--change-every", type=float, default=1.0)
-    parser.add_argument("--enroll-workers", type=int, default=4)
+    add = parser.add_argument
+    add("--nodes", type=int, default=2000)
+    add("--changes", type=int, default=60, help="timed by events (>= 50)")
+    add("--poll-interval", type=int, default=15)
+    add("--poll-samples", type=int, default=8, help="timed by polling")
+    add("--workers", default="1,8,24", help="process counts, e.g. 1,8,24")
+    add("--window", type=float, default=60.0, help="seconds per (W, mode)")
+    add("--change-every", type=float, default=1.0)
+    add("--enroll-workers", type=int, default=4)
     args = parser.parse_args(argv)
     try:
         args.workers = [int(w) for w in args.workers.split(",") if w]
