@@ -256,6 +256,139 @@ Possible values:
     ),
 ]
 
+_AMQP_NAME = r"^[A-Za-z0-9_.:-]+$"
+
+# Event mode (nova_drain_filters/ironic_events.py). Appended to
+# baremetal_opts so register_opts and list_opts need no change.
+notification_opts = [
+    cfg.BoolOpt(
+        "baremetal_notifications",
+        default=False,
+        help="""
+Keep the Ironic snapshot current from Ironic's versioned notifications.
+
+Each scheduler process (each forked worker too) listens on the message bus
+in a pool of its own, so every process hears every event. An event about a
+node makes the process re-read that one node (``GET /v1/nodes/{uuid}``)
+and update its snapshot at once; a ``delete`` event marks the node missing.
+The filters still only read the snapshot while scheduling.
+
+The full listing of ``baremetal_refresh_interval`` stays as a
+reconciliation; with this on, set it long (600 seconds), so that Ironic's
+load no longer grows with the number of scheduler workers. If the broker
+cannot be reached, the process polls Ironic every
+``baremetal_notifications_fallback_interval`` seconds until it can.
+
+Ironic must publish: in ``ironic.conf``, ``[DEFAULT] notification_level =
+info`` and ``[oslo_messaging_notifications] driver = messagingv2`` with a
+``transport_url`` on the same broker as ``baremetal_notifications_url``.
+
+Possible values:
+
+* True: listen to Ironic's notifications; poll only as a reconciliation.
+* False: poll Ironic every ``baremetal_refresh_interval`` seconds.
+
+Related options:
+
+* ``baremetal_notifications_url``
+* ``baremetal_notifications_topic``
+* ``baremetal_notifications_exchange``
+* ``baremetal_notifications_fallback_interval``
+* ``baremetal_refresh_interval``
+* ``baremetal_max_snapshot_age``
+""",
+    ),
+    cfg.StrOpt(
+        "baremetal_notifications_url",
+        secret=True,
+        help="""
+The oslo.messaging transport URL of the broker Ironic publishes to.
+
+Unset, the URL of Nova's own notifications is used: ``[oslo_messaging_notifications]
+transport_url``, then ``[DEFAULT] transport_url``. Set it when Ironic
+publishes to another broker or virtual host than Nova's.
+
+Possible values:
+
+* Unset: use Nova's notification transport.
+* A transport URL such as ``rabbit://user:password@host:5672/vhost``.
+
+Related options:
+
+* ``baremetal_notifications``
+* ``[oslo_messaging_notifications] transport_url``
+* ``[oslo_messaging_rabbit]``: TLS, heartbeat and retry settings of the
+  connection.
+""",
+    ),
+    cfg.StrOpt(
+        "baremetal_notifications_topic",
+        default="ironic_versioned_notifications",
+        regex=_AMQP_NAME,
+        max_length=255,
+        help="""
+The topic Ironic publishes its versioned notifications on.
+
+It must be one of Ironic's ``[DEFAULT] versioned_notifications_topics``.
+The listener consumes ``<topic>.info``, ``<topic>.warn`` and
+``<topic>.error``.
+
+Possible values:
+
+* A topic name (letters, digits, ``_.:-``).
+
+Related options:
+
+* ``baremetal_notifications_exchange``
+""",
+    ),
+    cfg.StrOpt(
+        "baremetal_notifications_exchange",
+        default="ironic",
+        regex=_AMQP_NAME,
+        max_length=255,
+        help="""
+The exchange Ironic's notifications are published to.
+
+Ironic's ``[DEFAULT] control_exchange`` (``ironic`` by default). Without it
+a listener binds to oslo.messaging's default exchange, ``openstack``, and
+hears nothing from Ironic.
+
+Possible values:
+
+* An exchange name (letters, digits, ``_.:-``).
+
+Related options:
+
+* ``baremetal_notifications_topic``
+""",
+    ),
+    cfg.IntOpt(
+        "baremetal_notifications_fallback_interval",
+        default=15,
+        min=1,
+        max=3600,
+        help="""
+Seconds between two listings of Ironic while the broker cannot be reached.
+
+When the listener loses its broker (or cannot reach it at start-up) it
+logs a warning once and lists Ironic this often, as without
+notifications, until the broker is back; then it logs once more, lists
+once to catch up on what it missed, and goes back to events.
+
+Possible values:
+
+* A number of seconds from 1 to 3600.
+
+Related options:
+
+* ``baremetal_notifications``
+* ``baremetal_refresh_interval``
+""",
+    ),
+]
+baremetal_opts.extend(notification_opts)
+
 
 class ConfigError(ValueError):
     """A ``[drain_filters]`` option has a value the filters cannot use."""
@@ -323,9 +456,10 @@ def _check_value(opt: cfg.Opt, value: Any) -> str | None:
             except (TypeError, ValueError) as exc:
                 return _problem(exc)
         return None
-    if value == "" and opt.default not in ("", None):
+    if value == "" and opt.default != "":
+        default = "unset" if opt.default is None else opt.default
         return (f"empty value; give one, or remove the line to get the "
-                f"default ({opt.default})")
+                f"default ({default})")
     if isinstance(opt_type, (types.Number, types.String, types.Boolean)):
         try:
             opt_type(value)

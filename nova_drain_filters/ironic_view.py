@@ -30,6 +30,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -38,6 +39,9 @@ from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import ironic
+
+if TYPE_CHECKING:
+    from nova_drain_filters import ironic_events
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
@@ -87,6 +91,12 @@ class IronicView:
         #: The last refresh error, None after a success.
         self.last_error: str | None = None
         self.refreshes = 0
+        #: Event mode: node uuid -> (read at, facts or None if deleted),
+        #: replayed over a listing that started before the read.
+        self._event_changes: dict[
+            str, tuple[float, decisions.IronicNodeFacts | None]] = {}
+        self._event_lock = threading.Lock()
+        self._events: ironic_events.EventListener | None = None
 
     # refreshing ----------------------------------------------------------
 
@@ -118,8 +128,8 @@ class IronicView:
                       "%(age)s: %(error)s",
                       {"age": self._age_text(), "error": exc})
             return False
-        self._snapshot = Snapshot(nodes, started, self._clock(), requests,
-                                  started_wall)
+        self._install(Snapshot(nodes, started, self._clock(), requests,
+                               started_wall))
         self.last_error = None
         self.refreshes += 1
         LOG.debug("Ironic snapshot refreshed: %(n)d nodes in %(r)d requests",
@@ -163,10 +173,12 @@ class IronicView:
             self._thread = threading.Thread(
                 target=self._run, name="drain-ironic-refresh", daemon=True)
             self._thread.start()
+            self._start_events()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the refresher (for tests and shutdown)."""
         self._stop.set()
+        self._stop_events(timeout)
         if self._thread is not None:
             self._thread.join(timeout)
         self._thread = None
@@ -258,6 +270,84 @@ class IronicView:
                   {"age": self._age_text(),
                    "error": self.last_error or "a refresh has not finished",
                    "mode": CONF.drain_filters.baremetal_failure_mode})
+
+    # event mode (nova_drain_filters/ironic_events.py) ----------------------
+
+    def update_node(self, facts: decisions.IronicNodeFacts,
+                    read_at: float) -> bool:
+        """Put one node, read at ``read_at`` (view clock), in the snapshot.
+
+        False if there is no snapshot yet; the change is kept and applied
+        over the first listing if that started before the read.
+        """
+        return self._record_event(facts.uuid, facts, read_at)
+
+    def mark_deleted(self, node_uuid: str, at: float) -> bool:
+        """Take a node Ironic deleted out of the snapshot: it is missing."""
+        return self._record_event(node_uuid, None, at)
+
+    def _record_event(self, node_uuid: str,
+                      facts: decisions.IronicNodeFacts | None,
+                      at: float) -> bool:
+        with self._event_lock:
+            known = self._event_changes.get(node_uuid)
+            if known is not None and known[0] > at:
+                return False  # an even newer read is already in
+            self._event_changes[node_uuid] = (at, facts)
+            snap = self._snapshot
+            if snap is None:
+                return False
+            self._snapshot = _patched(snap, {node_uuid: facts})
+            return True
+
+    def _install(self, snap: Snapshot) -> None:
+        """Swap a new listing in, keeping what events read after it began.
+
+        A listing takes a while; a node re-read after the listing started
+        is newer than the listing's copy of it.
+        """
+        with self._event_lock:
+            self._event_changes = {
+                uuid: change for uuid, change in self._event_changes.items()
+                if change[0] >= snap.started_at}
+            self._snapshot = _patched(snap, {
+                uuid: facts for uuid, (_, facts)
+                in self._event_changes.items()})
+
+    def _start_events(self) -> None:
+        """Start the notification listener beside the refresher, if enabled.
+
+        Imported here so that oslo.messaging is loaded only in event mode.
+        """
+        if not CONF.drain_filters.baremetal_notifications:
+            return
+        from nova_drain_filters import ironic_events
+        if self._events is None:
+            self._events = ironic_events.EventListener(
+                self, self._client_factory, clock=self._clock)
+        self._events.start()
+
+    def _stop_events(self, timeout: float) -> None:
+        if self._events is not None:
+            self._events.stop(timeout)
+
+
+def _patched(
+    snap: Snapshot, changes: dict[str, decisions.IronicNodeFacts | None]
+) -> Snapshot:
+    """A copy of ``snap`` with nodes replaced (facts) or removed (None).
+
+    Copy on write: a reader holding the old snapshot keeps a consistent one.
+    """
+    if not changes:
+        return snap
+    nodes = dict(snap.nodes)
+    for uuid, facts in changes.items():
+        if facts is None:
+            nodes.pop(uuid, None)
+        else:
+            nodes[uuid] = facts
+    return dataclasses.replace(snap, nodes=nodes)
 
 
 _view: IronicView | None = None

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Typed Ironic calls: the paginated node list and node traits."""
+"""Typed Ironic calls: the paginated node list, one node, node traits."""
 from collections.abc import Iterator
 from typing import Any
 from urllib import parse
@@ -98,6 +98,27 @@ class IronicClient(http.ServiceClient):
         """Every node, in as few requests as the page size allows."""
         return [n for page in self.iter_node_pages(page_size) for n in page]
 
+    def get_node(self, ident: str) -> decisions.IronicNodeFacts | None:
+        """One node (by UUID or name) with the listing's fields, or None.
+
+        One ``GET /v1/nodes/{ident}?fields=...``: what a notification about
+        the node makes the view re-read, and how the drain commands find a
+        node an operator names. None if Ironic has no such node
+        (``NodeNotFound``, a 404); ApiError for any other failure, or a
+        body that is not a node.
+        """
+        query = parse.urlencode({"fields": ",".join(NODE_FIELDS)})
+        url = f"/v1/nodes/{parse.quote(ident, safe='')}?{query}"
+        try:
+            body = self.get(url, microversion=IRONIC_VERSION)
+        except http.NotFound:
+            return None
+        try:
+            return node_facts(body)
+        except (TypeError, KeyError, AttributeError) as exc:
+            raise http.ApiError(self.service, "GET", url, 200,
+                                f"malformed node: {exc!r}") from None
+
     def add_trait(self, node_uuid: str, trait: str) -> None:
         """Add one trait to a node, leaving its other traits."""
         self.request("PUT", f"/v1/nodes/{node_uuid}/traits/{trait}",
@@ -127,13 +148,3 @@ class IronicClient(http.ServiceClient):
         except http.NotFound:
             if trait in self.node_traits(node_uuid):
                 raise  # put back in between: report the removal as failed
-
-    def node(self, ident: str) -> decisions.IronicNodeFacts | None:
-        """One node by UUID or name, or None if Ironic has no such node."""
-        url = (f"/v1/nodes/{parse.quote(ident, safe='')}?"
-               + parse.urlencode({"fields": ",".join(NODE_FIELDS)}))
-        try:
-            body = self.get(url, microversion=IRONIC_VERSION)
-        except http.NotFound:
-            return None
-        return node_facts(body)

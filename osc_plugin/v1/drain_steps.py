@@ -147,7 +147,7 @@ def gather_nodes(client: Any, idents: Sequence[str]
     found, unknown = [], []
     hosts = {hv.uuid: hv.host for hv in client.nova.hypervisors()}
     for ident in idents:
-        node = client.ironic.node(ident)
+        node = client.ironic.get_node(ident)
         if node is None:
             unknown.append(ident)
             continue

@@ -36,8 +36,13 @@ class BaremetalTestBase(base.DrainTestBase):
     #: name -> how to prepare the node in Ironic before Nova starts.
     NODES: dict[str, str] = {}
 
+    def ironic_extra_config(self) -> dict[str, dict[str, str | int | bool]]:
+        """ironic.conf sections over the defaults (event mode adds some)."""
+        return {}
+
     def setUp(self) -> None:
-        server = self.useFixture(ironic_server.IronicServerFixture())
+        server = self.useFixture(ironic_server.IronicServerFixture(
+            extra_config=self.ironic_extra_config()))
         self.ironic_fixture = server
         self.ironic_url = server.url
         self.ironic = ironic_client.IronicTestClient(server.url)

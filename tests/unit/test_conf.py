@@ -291,3 +291,44 @@ class TestCheckValueIsGeneric(testtools.TestCase):
 
     def test_bool_is_not_taken_for_a_number(self) -> None:
         self.assertIsNone(self.check(cfg.BoolOpt("b", default=True), False))
+
+class TestNotificationOptions(ConfTestCase):
+    def test_defaults(self) -> None:
+        group = getattr(self.conf, GROUP)
+        self.assertIs(False, group.baremetal_notifications)
+        self.assertIsNone(group.baremetal_notifications_url)
+        self.assertEqual("ironic_versioned_notifications",
+                         group.baremetal_notifications_topic)
+        self.assertEqual("ironic", group.baremetal_notifications_exchange)
+        self.assertEqual(15, group.baremetal_notifications_fallback_interval)
+
+    def test_listed_for_the_sample(self) -> None:
+        names = {opt.dest for _, opts in drain_conf.list_opts()
+                 for opt in opts}
+        for name in ("baremetal_notifications", "baremetal_notifications_url",
+                     "baremetal_notifications_topic",
+                     "baremetal_notifications_exchange",
+                     "baremetal_notifications_fallback_interval"):
+            self.assertIn(name, names)
+
+    def test_url_is_secret(self) -> None:
+        opts = {o.dest: o for _, group in drain_conf.list_opts()
+                for o in group}
+        self.assertTrue(opts["baremetal_notifications_url"].secret)
+
+    def test_bad_values_are_named(self) -> None:
+        for line, name in (
+                ("baremetal_notifications_fallback_interval = 0",
+                 "baremetal_notifications_fallback_interval"),
+                ("baremetal_notifications_fallback_interval = 3601",
+                 "baremetal_notifications_fallback_interval"),
+                ("baremetal_notifications_topic = has space",
+                 "baremetal_notifications_topic"),
+                ("baremetal_notifications_exchange = a/b",
+                 "baremetal_notifications_exchange"),
+                ("baremetal_notifications = maybe",
+                 "baremetal_notifications")):
+            conf = self.load(line)
+            exc = self.assertRaises(drain_conf.ConfigError,
+                                    drain_conf.validate, conf)
+            self.assertIn(f"[{GROUP}] {name}", str(exc))

@@ -174,10 +174,14 @@ class IronicServer(LoopbackService):
         ready_timeout: float = 60.0,
         debug: bool = False,
         reuse_schema: bool = True,
+        extra_config: Mapping[str, Mapping[str, str | int | bool]] | None = None,
     ):
         super().__init__(host, port, ready_timeout, debug)
         self.venv = venv or ironic_venv()
         self.reuse_schema = reuse_schema
+        #: Sections merged over ironic_config(), e.g. notification settings
+        #: (rabbitmq_server.ironic_notification_config).
+        self.extra_config = extra_config or {}
 
     def _bin(self, name: str) -> Path:
         path = self.venv / "bin" / name
@@ -196,7 +200,10 @@ class IronicServer(LoopbackService):
         atexit.register(self.stop)
         (self.state_dir / "locks").mkdir()
         conf = self.state_dir / "ironic.conf"
-        write_ini(conf, ironic_config(self.state_dir, self.port, self.host, self.debug))
+        sections = ironic_config(self.state_dir, self.port, self.host, self.debug)
+        for section, options in self.extra_config.items():
+            sections[section] = {**sections.get(section, {}), **options}
+        write_ini(conf, sections)
         if self.reuse_schema:
             template = schema_template(dbsync_bin, self.ready_timeout)
             shutil.copyfile(template, self.state_dir / "ironic.db")
@@ -237,9 +244,11 @@ class IronicServerFixture(ServiceFixture):
         debug: bool = False,
         venv: Path | None = None,
         reuse_schema: bool = True,
+        extra_config: Mapping[str, Mapping[str, str | int | bool]] | None = None,
     ):
         super().__init__(
             IronicServer(venv=venv, ready_timeout=ready_timeout, debug=debug,
-                         reuse_schema=reuse_schema),
+                         reuse_schema=reuse_schema,
+                         extra_config=extra_config),
             IronicTestClient,
         )

@@ -340,6 +340,15 @@ class LoopbackService:
             self.state_dir = None
 
 
+def log_detail(get_text: Callable[[], str]) -> content.Content:
+    """A testtools detail whose text is read when it is reported.
+
+    Reported after the test, so it holds the whole log of the service.
+    """
+    return content.Content(content.UTF8_TEXT,
+                           lambda: [get_text().encode("utf-8")])
+
+
 class ServiceFixture(fixtures.Fixture):
     """Runs a :class:`LoopbackService` for the test's lifetime.
 
@@ -359,9 +368,8 @@ class ServiceFixture(fixtures.Fixture):
 
     def _setUp(self) -> None:
         self.addCleanup(self.server.stop)
-        # The log is read when the detail is reported, after the test.
-        self.addDetail(f"{self.server.name}-log", content.Content(
-            content.UTF8_TEXT, lambda: [self.server.log_tail().encode("utf-8")]))
+        self.addDetail(f"{self.server.name}-log",
+                       log_detail(self.server.log_tail))
         self.server.start()
         self.url = self.server.url
         self.client = self.make_client(self.url)

@@ -89,7 +89,7 @@ class TestIronicNode(test_ironic.IronicTestCase):
         url = test_ironic.ENDPOINT + "/v1/nodes/bm%201"
         self.mock.get(url, json={"uuid": "u1", "name": "bm 1",
                                  "traits": ["CUSTOM_DRAIN_HOST"]})
-        found = self.client.node("bm 1")
+        found = self.client.get_node("bm 1")
         assert found is not None
         self.assertEqual(("u1", frozenset({"CUSTOM_DRAIN_HOST"})),
                          (found.uuid, found.traits))
@@ -97,7 +97,7 @@ class TestIronicNode(test_ironic.IronicTestCase):
                       test_ironic.query(self.mock.last_request)["fields"])
         self.mock.get(test_ironic.ENDPOINT + "/v1/nodes/nope",
                       status_code=404, json=test_ironic.ironic_error("no"))
-        self.assertIsNone(self.client.node("nope"))
+        self.assertIsNone(self.client.get_node("nope"))
 
     def test_node_traits(self) -> None:
         self.mock.get(test_ironic.ENDPOINT + "/v1/nodes/u1/traits",

@@ -312,3 +312,35 @@ class TestNodeFacts(testtools.TestCase):
 
     def test_missing_uuid(self) -> None:
         self.assertRaises(KeyError, ironic.node_facts, {"name": "x"})
+
+
+class TestGetNode(IronicTestCase):
+    def test_one_request_with_the_listing_fields(self) -> None:
+        self.mock.get(f"{NODES}/{NODE}", json={
+            "uuid": NODE, "provision_state": "cleaning", "maintenance": True,
+            "traits": ["CUSTOM_A"]})
+        facts = self.client.get_node(NODE)
+        assert facts is not None
+        self.assertEqual(("cleaning", True, frozenset({"CUSTOM_A"})),
+                         (facts.provision_state, facts.maintenance,
+                          facts.traits))
+        self.assertEqual(fakes.VERSION_CHECK + 1, self.client.requests)
+        sent = self.sent()[-1]
+        self.assertEqual(",".join(ironic.NODE_FIELDS), sent["fields"])
+        self.assertEqual("1.61", self.mock.last_request.headers[
+            "X-OpenStack-Ironic-API-Version"])
+
+    def test_not_found_is_none(self) -> None:
+        self.mock.get(f"{NODES}/{NODE}", status_code=404, json=ironic_error(
+            f"Node {NODE} could not be found."))
+        self.assertIsNone(self.client.get_node(NODE))
+
+    def test_other_errors_raise(self) -> None:
+        self.mock.get(f"{NODES}/{NODE}", status_code=503, text="<h1>down</h1>")
+        exc = self.assertRaises(http.ApiError, self.client.get_node, NODE)
+        self.assertEqual(503, exc.status)
+
+    def test_malformed_node(self) -> None:
+        self.mock.get(f"{NODES}/{NODE}", json=["not", "a", "node"])
+        exc = self.assertRaises(http.ApiError, self.client.get_node, NODE)
+        self.assertIn("malformed node", exc.message)

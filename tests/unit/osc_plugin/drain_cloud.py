@@ -144,7 +144,7 @@ class Ironic:
             self.cloud.node_traits.get(n.uuid, ())))
             for n in self.cloud.nodes]
 
-    def node(self, ident: str) -> decisions.IronicNodeFacts | None:
+    def get_node(self, ident: str) -> decisions.IronicNodeFacts | None:
         self._call("node", ident)
         return next((n for n in self.list_nodes(0)
                      if ident in (n.uuid, n.name)), None)

@@ -1,0 +1,94 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Listener pools: one queue per host and slot, reused across restarts.
+
+The slot is the lowest number whose lock file no live process on this host
+holds. A restarted process takes its predecessor's slot, so its queue, not
+a new one.
+"""
+import fcntl
+import os
+import socket
+import tempfile
+from typing import IO
+
+from oslo_config import cfg
+
+CONF = cfg.CONF
+
+POOL_PREFIX = "nova-drain-filters"
+MAX_SLOTS = 1024
+
+
+def lock_dir() -> str:
+    """Where slot lock files go: ``[oslo_concurrency] lock_path`` or tmp."""
+    try:
+        path = CONF.oslo_concurrency.lock_path
+    except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
+        path = None
+    return path or tempfile.gettempdir()
+
+
+def host_name() -> str:
+    """Nova's ``[DEFAULT] host`` if registered, else the host name."""
+    try:
+        host = CONF.host
+    except cfg.NoSuchOptError:
+        host = None
+    return str(host or socket.gethostname())
+
+
+class Slot:
+    """The lowest free listener slot on this host, held by a file lock.
+
+    ``flock`` locks go with the process: the kernel frees a dead
+    process's slot. A forked child shares its parent's lock, so it closes
+    (never unlocks) the inherited file and takes a slot of its own.
+    """
+
+    def __init__(self, directory: str, host: str) -> None:
+        self.directory = directory
+        self.host = host
+        self.number: int | None = None
+        self._file: IO[bytes] | None = None
+
+    def acquire(self) -> int | None:
+        """Take the lowest free slot; None if every slot is taken."""
+        self.forget()
+        safe_host = "".join(c if c.isalnum() or c in "-_." else "_"
+                            for c in self.host)
+        for number in range(MAX_SLOTS):
+            path = os.path.join(
+                self.directory, f"{POOL_PREFIX}-events.{safe_host}.{number}")
+            handle = open(path, "ab")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.close()
+                continue
+            self._file, self.number = handle, number
+            return number
+        return None
+
+    def forget(self) -> None:
+        """Drop the slot without unlocking (a fork's parent may hold it)."""
+        if self._file is not None:
+            self._file.close()
+        self._file, self.number = None, None
+
+
+def pool_name(host: str, slot: int | None) -> str:
+    """The queue of one listener: stable per host and slot."""
+    if slot is None:
+        return f"{POOL_PREFIX}.{host}.pid-{os.getpid()}"
+    return f"{POOL_PREFIX}.{host}.{slot}"
