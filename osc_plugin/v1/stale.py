@@ -43,16 +43,23 @@ class Facts:
             services = client.nova.services()
             self.servers = client.nova.servers()
             self.migrations = client.nova.migrations_in_progress()
-            providers = {p["uuid"] for p in client.placement.providers()}
-            compute = {p["uuid"] for p in client.placement.providers(
-                required="COMPUTE_NODE")}
+            listed = client.placement.providers()
+            providers = {p["uuid"] for p in listed}
+            marked = {p["uuid"] for p in client.placement.providers(
+                required=orphans.COMPUTE_NODE_TRAIT)}
+            # The roots orphan list judges without a record, no others.
+            trees = orphans.nova_trees(
+                listed, {h.uuid: h for h in self.hypervisors}, marked)
+            compute = {t.root for t in trees.values() if not t.recorded}
+            names = {t.root: t.node for t in trees.values()}
             # After Nova's records: Nova learns nodes only from Ironic.
             ironic_nodes = None
             if client.has_ironic():
                 ironic_nodes = {n.uuid: n for n in client.ironic.list_nodes(1000)}
             now = datetime.datetime.now(datetime.timezone.utc)
             records = stale.find_stale(self.hypervisors, services, providers,
-                                       compute, ironic_nodes, self.servers, now)
+                                       compute, ironic_nodes, self.servers, now,
+                                       names)
             stale_rps = [r.uuid for r in records if r.uuid in providers]
             self.allocations = orphans.read_allocations(
                 client.placement, stale_rps, progress)
