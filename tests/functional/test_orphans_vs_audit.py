@@ -298,8 +298,13 @@ class OrphansVsAuditTest(cli_harness.CliTestBase):
         self.assert_live_unchanged(before, self.consumers(), orphaned, say)
 
         self.assertEqual([], self.cli_json("drain", "orphan", "list"), say)
-        rc, audited, text = self.audit()
-        self.assertEqual((0, set()), (rc, audited), text + say)
+        rc, after, text = self.audit()
+        self.assertEqual((0, set()), (rc, after), text + say)
+        counts = (f"seed {seed}: audit {len(audited)}, ours {len(ours)} "
+                  f"(+{len(ours - audited)} custom class), "
+                  f"{len(before)} consumers checked after the clear")
+        print(f"orphans vs audit: {counts}")
+        self.addDetail("counts", content.text_content(counts))
 
     def name_of(self, rp: str) -> str:
         return {u: n for n, u in self.rp.items()}[rp]
