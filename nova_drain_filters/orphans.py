@@ -16,14 +16,21 @@ An allocation is orphaned when its consumer is not an existing instance and
 not a migration in progress, or is an instance that lives on another node
 (a source allocation left behind). All resource classes count, custom ones
 included, unlike ``nova-manage placement audit``, which looks only at the
-standard ones. Only providers in a tree rooted at a Nova compute node are
-judged: other services' consumers on their own providers are not Nova's.
+standard ones.
+
+Only Nova's providers are judged (``nova_trees``): the trees rooted at a
+compute node record, and the trees whose root carries ``COMPUTE_NODE`` but
+has no record any more (the node was deleted while its provider still held
+an allocation, so Nova could not delete the provider). Every other root is
+another service's (a sharing storage pool, a Blazar or Cyborg root of its
+own) and so are the consumers on it.
 """
 import dataclasses
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from concurrent import futures
+from typing import Any
 
 from nova_drain_filters import decisions
 from nova_drain_filters.clients import compute
@@ -31,6 +38,9 @@ from nova_drain_filters.clients import placement
 
 #: Provider allocation reads in flight at once.
 CONCURRENCY = 8
+
+#: The trait Nova's resource tracker puts on every compute node's root.
+COMPUTE_NODE_TRAIT = "COMPUTE_NODE"
 
 #: Server statuses while allocations are in transit between two nodes.
 MOVING = frozenset({"MIGRATING", "RESIZE", "VERIFY_RESIZE", "REVERT_RESIZE",
@@ -54,18 +64,81 @@ class Orphan:
         return ",".join(f"{rc}={n}" for rc, n in sorted(self.resources.items()))
 
 
+@dataclasses.dataclass(frozen=True)
+class NovaTree:
+    """The compute node a tree of providers belongs to, as far as it is known.
+
+    ``recorded`` is False when the root carries ``COMPUTE_NODE`` but no
+    compute node record exists: ``host`` is then unknown ("") and ``node``
+    is the root provider's name, which Nova sets to the node's
+    ``hypervisor_hostname`` (``nova/compute/resource_tracker.py``
+    ``_update_to_placement``: ``get_provider_subtree_and_ensure_root(...,
+    name=compute_node.hypervisor_hostname)``).
+    """
+
+    root: str
+    host: str
+    node: str
+    recorded: bool = True
+
+
+def roots_without_record(providers: Iterable[Mapping[str, Any]],
+                         nodes: Mapping[str, compute.Hypervisor]) -> set[str]:
+    """Root providers that no compute node record stands behind."""
+    return {p["uuid"] for p in providers
+            if not p.get("root_provider_uuid")
+            or p["root_provider_uuid"] == p["uuid"]} - set(nodes)
+
+
+def nova_trees(
+    providers: Iterable[Mapping[str, Any]],
+    nodes: Mapping[str, compute.Hypervisor],
+    marked: Iterable[str],
+) -> dict[str, NovaTree]:
+    """{provider: the compute node its tree belongs to}, Nova's trees only.
+
+    :param providers: ``GET /resource_providers`` rows (uuid, name, root).
+    :param nodes: {compute node uuid: hypervisor}; Nova gives a node's
+        root provider the node's UUID.
+    :param marked: providers carrying ``COMPUTE_NODE`` (Nova sets it on
+        every compute node root, ``resource_tracker.py`` ``_get_traits``).
+
+    ==========================================  ===========================
+    the provider's root                          judged as
+    ==========================================  ===========================
+    is a compute node record                    that node (host and name)
+    carries COMPUTE_NODE, no record             that node, host unknown,
+                                                name = root provider's name
+    neither                                     not Nova's: left out
+    ==========================================  ===========================
+    """
+    providers = list(providers)
+    names = {p["uuid"]: p.get("name") or p["uuid"] for p in providers}
+    marked = set(marked)
+    trees = {}
+    for p in providers:
+        root = p.get("root_provider_uuid") or p["uuid"]
+        node = nodes.get(root)
+        if node is not None:
+            trees[p["uuid"]] = NovaTree(root, node.host,
+                                        node.hypervisor_hostname)
+        elif root in marked:
+            trees[p["uuid"]] = NovaTree(root, "", names.get(root, root),
+                                        recorded=False)
+    return trees
+
+
 def find_orphans(
     allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
-    roots: Mapping[str, str],
-    nodes: Mapping[str, compute.Hypervisor],
+    trees: Mapping[str, NovaTree],
     servers: Iterable[compute.Server],
     migrations: Iterable[compute.Migration],
 ) -> list[Orphan]:
     """Judge every (provider, consumer) allocation; a pure function.
 
     :param allocations: {provider: {consumer: {resource class: amount}}}.
-    :param roots: {provider: its root provider}.
-    :param nodes: {compute node uuid (= root provider uuid): hypervisor}.
+    :param trees: {provider: its Nova compute node} (``nova_trees``); a
+        provider not in it is not judged.
 
     ===================================  ==============================
     consumer                             verdict
@@ -83,15 +156,14 @@ def find_orphans(
     live = Liveness(servers, migrations)
     found = []
     for rp, consumers in sorted(allocations.items()):
-        node = nodes.get(roots.get(rp, rp))
-        if node is None:
+        tree = trees.get(rp)
+        if tree is None:
             continue
         for consumer, resources in sorted(consumers.items()):
-            reason = live.orphan_reason(consumer, node.hypervisor_hostname)
+            reason = live.orphan_reason(consumer, tree.node)
             if reason is not None:
-                found.append(Orphan(consumer, rp, node.host,
-                                    node.hypervisor_hostname, dict(resources),
-                                    reason))
+                found.append(Orphan(consumer, rp, tree.host, tree.node,
+                                    dict(resources), reason))
     return found
 
 
@@ -147,19 +219,23 @@ def gather(
 ) -> list[Orphan]:
     """Every orphan in the cloud, with its consumer's project.
 
-    Requests: hypervisor, server and migration pages, one provider list,
-    one allocation read per provider, and one read per orphaned consumer
-    for its project; never one per healthy consumer.
+    Requests: hypervisor, server and migration pages, one provider list
+    (plus one ``COMPUTE_NODE`` query only when some root has no compute
+    node record), one allocation read per provider of Nova's trees, and one
+    read per orphaned consumer for its project; never one per healthy
+    consumer.
     """
     nodes = {h.uuid: h for h in compute.hypervisors()}
     servers = compute.servers()
     migrations = compute.migrations_in_progress()
     providers = client.providers()
-    roots = {p["uuid"]: p.get("root_provider_uuid") or p["uuid"]
-             for p in providers}
-    in_compute_trees = [rp for rp, root in roots.items() if root in nodes]
-    allocations = read_allocations(client, in_compute_trees, progress)
-    orphans = find_orphans(allocations, roots, nodes, servers, migrations)
+    marked: set[str] = set()
+    if roots_without_record(providers, nodes):
+        marked = {p["uuid"] for p in client.providers(
+            required=COMPUTE_NODE_TRAIT)}
+    trees = nova_trees(providers, nodes, marked)
+    allocations = read_allocations(client, sorted(trees), progress)
+    orphans = find_orphans(allocations, trees, servers, migrations)
     projects: dict[str, str | None] = {}
     for orphan in orphans:
         if orphan.consumer not in projects:

@@ -112,14 +112,19 @@ def find_stale(
     ironic_nodes: Mapping[str, object] | None,
     servers: Iterable[compute.Server],
     now: datetime.datetime,
+    names: Mapping[str, str] | None = None,
 ) -> list[StaleRecord]:
     """Every stale compute node and provider; a pure function.
 
     :param providers: every resource provider UUID.
     :param compute_providers: root providers Nova made for compute nodes
-        (they carry ``COMPUTE_NODE``).
+        (they carry ``COMPUTE_NODE``); ``orphans.nova_trees`` judges them
+        the same way for ``orphan list``.
     :param ironic_nodes: Ironic's nodes by UUID, or None without Ironic.
         Listed after Nova's records: Nova learns nodes only from Ironic.
+    :param names: provider names; a provider with no compute node is shown
+        with its name as the node, the node name Nova gave it, which is
+        what its allocations are re-checked against before a clear.
     """
     by_host = {s.host: s for s in services}
     providers = set(providers)
@@ -149,7 +154,7 @@ def find_stale(
     known = {hv.uuid for hv in hypervisors}
     for rp in sorted(set(compute_providers) - known):
         found.append(StaleRecord(
-            RESOURCE_PROVIDER, rp, "", "", None,
+            RESOURCE_PROVIDER, rp, "", (names or {}).get(rp, ""), None,
             (decisions.Reason(decisions.ReasonCode.PROVIDER_WITHOUT_NODE),)))
     return found
 

@@ -66,7 +66,8 @@ class ListOrphan(common.DrainLister):
     """List allocations whose consumer is gone or lives on another node.
 
     Looks at every resource class, custom ones (CUSTOM_BAREMETAL_*) included,
-    on every provider in a tree rooted at a Nova compute node.
+    on every provider of Nova's trees: rooted at a compute node, or at a
+    COMPUTE_NODE provider whose compute node record is gone.
     """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:

@@ -50,8 +50,13 @@ class Facts:
             self.migrations = client.nova.migrations_in_progress()
             listed = client.placement.providers()
             providers = {p["uuid"] for p in listed}
-            compute = {p["uuid"] for p in client.placement.providers(
-                required="COMPUTE_NODE")}
+            marked = {p["uuid"] for p in client.placement.providers(
+                required=orphans.COMPUTE_NODE_TRAIT)}
+            # The roots orphan list judges without a record, no others.
+            trees = orphans.nova_trees(
+                listed, {h.uuid: h for h in self.hypervisors}, marked)
+            compute = {t.root for t in trees.values() if not t.recorded}
+            names = {t.root: t.node for t in trees.values()}
             # After Nova's records: Nova learns nodes only from Ironic.
             ironic_nodes = None
             #: The Ironic listing's verdict; None without Ironic.
@@ -65,7 +70,8 @@ class Facts:
                     ironic_nodes = None
             now = datetime.datetime.now(datetime.timezone.utc)
             records = stale.find_stale(self.hypervisors, services, providers,
-                                       compute, ironic_nodes, self.servers, now)
+                                       compute, ironic_nodes, self.servers, now,
+                                       names)
             stale_rps = [r.uuid for r in records if r.uuid in providers]
             self.allocations = orphans.read_allocations(
                 client.placement, stale_rps, progress)
@@ -78,10 +84,10 @@ class Facts:
         # or for a provider without one, its name, which Nova sets to the
         # node's (nova/compute/resource_tracker.py _update_to_placement:
         # get_provider_tree_and_ensure_root(..., name=hypervisor_hostname)).
-        names = {p["uuid"]: p.get("name") for p in listed}
+        listed_names = {p["uuid"]: p.get("name") for p in listed}
         self.nodes: dict[str, str | None] = {
-            r.uuid: (r.node if r.kind == stale.COMPUTE_NODE
-                     else names.get(r.uuid)) or None for r in self.records}
+            r.uuid: r.node or listed_names.get(r.uuid) or None
+            for r in self.records}
 
     @property
     def untrusted(self) -> str | None:

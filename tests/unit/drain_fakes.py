@@ -126,24 +126,25 @@ class FakeAllocations(_Recorder):
     :param consumers: {consumer: ``GET /allocations/{consumer}`` body};
         a consumer not given has no allocations.
     :param compute: providers with the COMPUTE_NODE trait.
+    :param names: provider names (default: the UUID).
     """
 
     def __init__(self, providers: Mapping[str, str] | None = None,
                  allocations: Mapping[str, Mapping[str, Any]] | None = None,
                  consumers: Mapping[str, dict[str, Any]] | None = None,
-                 compute: Iterable[str] = ()) -> None:
+                 compute: Iterable[str] = (),
+                 names: Mapping[str, str] | None = None) -> None:
         super().__init__()
         self.provider_roots = dict(providers or {})
+        self.names = dict(names or {})
         self.allocations = {rp: dict(c) for rp, c in (allocations or {}).items()}
         self.consumers = dict(consumers or {})
         self.compute = set(compute)
-        #: {provider: name}; a provider not in it is listed without a name.
-        self.names: dict[str, str] = {}
 
     def providers(self, required: str | None = None) -> list[dict[str, Any]]:
         self._call("providers", required)
         return [{"uuid": rp, "root_provider_uuid": root,
-                 **({"name": self.names[rp]} if rp in self.names else {})}
+                 "name": self.names.get(rp, rp)}
                 for rp, root in sorted(self.provider_roots.items())
                 if required is None or (required == "COMPUTE_NODE"
                                         and rp in self.compute)]

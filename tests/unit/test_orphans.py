@@ -26,13 +26,16 @@ N2 = df.hv("rp-n2", "n2", host="c2")
 NODES = {N1.uuid: N1, N2.uuid: N2}
 ROOTS = {"rp-n1": "rp-n1", "rp-n2": "rp-n2", "rp-gpu": "rp-n1",
          "rp-shared": "rp-shared"}
+PROVIDERS = [{"uuid": rp, "root_provider_uuid": root, "name": f"name-{rp}"}
+             for rp, root in ROOTS.items()]
+TREES = orphans.nova_trees(PROVIDERS, NODES, ())
 
 
 def judge(consumer: str, rp: str = "rp-n1", servers: Any = (),
           migrations: Any = (),
           resources: Any = None) -> list[orphans.Orphan]:
     allocations = {rp: {consumer: resources or {"VCPU": 1}}}
-    return orphans.find_orphans(allocations, ROOTS, NODES, servers, migrations)
+    return orphans.find_orphans(allocations, TREES, servers, migrations)
 
 
 class TestFindOrphans(testtools.TestCase):
@@ -99,7 +102,7 @@ class TestFindOrphans(testtools.TestCase):
 
     def test_sorted_by_provider_then_consumer(self) -> None:
         allocations = {"rp-n2": {"b": {}, "a": {}}, "rp-n1": {"z": {}}}
-        found = orphans.find_orphans(allocations, ROOTS, NODES, [], [])
+        found = orphans.find_orphans(allocations, TREES, [], [])
         self.assertEqual([("rp-n1", "z"), ("rp-n2", "a"), ("rp-n2", "b")],
                          [(o.provider, o.consumer) for o in found])
 
@@ -107,6 +110,60 @@ class TestFindOrphans(testtools.TestCase):
         # ClearStale asks with node None: an instance with a node is elsewhere.
         reason = orphans.reason_for(df.server("i", "n2", "c2"), None)
         self.assertEqual(RC.INSTANCE_ELSEWHERE, reason.code)
+
+
+class TestNovaTrees(testtools.TestCase):
+    """Which providers are Nova's, and which node each belongs to."""
+
+    PROVIDERS = [
+        {"uuid": "rp-n1", "root_provider_uuid": "rp-n1", "name": "n1"},
+        {"uuid": "rp-gpu", "root_provider_uuid": "rp-n1", "name": "gpu"},
+        {"uuid": "rp-gone", "root_provider_uuid": "rp-gone", "name": "bm-7"},
+        {"uuid": "rp-gone-nic", "root_provider_uuid": "rp-gone",
+         "name": "bm-7:nic"},
+        {"uuid": "rp-shared", "root_provider_uuid": "rp-shared",
+         "name": "ceph"},
+    ]
+
+    def trees(self, marked: Any = ("rp-n1", "rp-gone")) -> Any:
+        return orphans.nova_trees(self.PROVIDERS, {N1.uuid: N1}, marked)
+
+    def test_recorded_marked_and_other_roots(self) -> None:
+        self.assertEqual({
+            "rp-n1": orphans.NovaTree("rp-n1", "c1", "n1"),
+            "rp-gpu": orphans.NovaTree("rp-n1", "c1", "n1"),
+            "rp-gone": orphans.NovaTree("rp-gone", "", "bm-7", False),
+            "rp-gone-nic": orphans.NovaTree("rp-gone", "", "bm-7", False),
+        }, self.trees())
+
+    def test_only_the_roots_mark_counts(self) -> None:
+        # A child carrying COMPUTE_NODE does not make a foreign root Nova's.
+        self.assertEqual({"rp-n1", "rp-gpu"},
+                         set(self.trees(marked=("rp-gone-nic",))))
+
+    def test_a_record_needs_no_mark(self) -> None:
+        self.assertEqual({"rp-n1", "rp-gpu"}, set(self.trees(marked=())))
+
+    def test_roots_without_record(self) -> None:
+        self.assertEqual({"rp-gone", "rp-shared"}, orphans.roots_without_record(
+            self.PROVIDERS, {N1.uuid: N1}))
+        self.assertEqual({"solo"}, orphans.roots_without_record(
+            [{"uuid": "solo"}], {}))
+
+    def test_judged_against_the_root_providers_name(self) -> None:
+        trees = self.trees()
+        allocations = {"rp-gone": {"gone": {"CUSTOM_BAREMETAL_GOLD": 1},
+                                   "still-there": {"VCPU": 1},
+                                   "moved": {"VCPU": 1}},
+                       "rp-shared": {"other": {"DISK_GB": 1}}}
+        found = orphans.find_orphans(allocations, trees, [
+            df.server("still-there", "bm-7", "c9"),
+            df.server("moved", "n1", "c1")], [])
+        self.assertEqual(
+            [("gone", "rp-gone", "", "bm-7", RC.CONSUMER_MISSING),
+             ("moved", "rp-gone", "", "bm-7", RC.INSTANCE_ELSEWHERE)],
+            [(o.consumer, o.provider, o.host, o.node, o.reason.code)
+             for o in found])
 
 
 class TestReadAndGather(testtools.TestCase):
@@ -153,6 +210,33 @@ class TestReadAndGather(testtools.TestCase):
             c[0] for c in client.called("provider_allocations")))
         self.assertEqual(["else", "gone"], sorted(
             c[0] for c in client.called("consumer_allocations")))
+
+
+class TestGatherNovaTrees(testtools.TestCase):
+    def test_no_trait_query_when_every_root_has_a_record(self) -> None:
+        compute = df.FakeNova(hypervisors=[N1, N2])
+        client = df.FakeAllocations(
+            providers={"rp-n1": "rp-n1", "rp-n2": "rp-n2", "rp-gpu": "rp-n1"})
+        self.assertEqual([], orphans.gather(compute, client))
+        self.assertEqual([(None,)], client.called("providers"))
+
+    def test_provider_whose_node_record_is_gone(self) -> None:
+        compute = df.FakeNova(hypervisors=[N1])
+        client = df.FakeAllocations(
+            providers={"rp-n1": "rp-n1", "rp-gone": "rp-gone",
+                       "rp-shared": "rp-shared"},
+            compute={"rp-n1", "rp-gone"}, names={"rp-gone": "bm-7"},
+            allocations={"rp-gone": {"gone": {"CUSTOM_BAREMETAL_GOLD": 1}},
+                         "rp-shared": {"x": {"DISK_GB": 1}}},
+            consumers={"gone": df.consumer({}, project="p")})
+        found = orphans.gather(compute, client)
+        self.assertEqual([("gone", "rp-gone", "", "bm-7", "p")],
+                         [(o.consumer, o.provider, o.host, o.node, o.project)
+                          for o in found])
+        self.assertEqual([(None,), ("COMPUTE_NODE",)],
+                         client.called("providers"))
+        self.assertEqual(["rp-gone", "rp-n1"], sorted(
+            c[0] for c in client.called("provider_allocations")))
 
 
 class TestClearConsumer(testtools.TestCase):

@@ -107,6 +107,12 @@ class TestFindStale(testtools.TestCase):
         self.assertEqual({"provider_without_node"}, found[0].codes)
         self.assertIsNone(found[0].hypervisor_type)
 
+    def test_provider_without_node_named_as_nova_named_it(self) -> None:
+        found = stale.find_stale([], [], ["rp-a"], ["rp-a"], None, [], NOW,
+                                 names={"rp-a": "bm-7"})
+        self.assertEqual([("rp-a", "", "bm-7")],
+                         [(r.uuid, r.host, r.node) for r in found])
+
     def test_reasons_accumulate(self) -> None:
         found = find([df.hv("u1")], [df.service("c1", "down", True)],
                      providers=[], ironic={})

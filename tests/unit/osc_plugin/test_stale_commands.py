@@ -28,7 +28,7 @@ ROW_GONE = (NODE_GONE, "compute_node", "c1", NODE_GONE, "ironic",
             0, 0)
 ROW_DOWN = (NODE_DOWN, "compute_node", "c2", NODE_DOWN, "ironic",
             "service forced down", "service_forced_down", 0, 0)
-ROW_RP = (RP_ORPHAN, "resource_provider", "", "", "",
+ROW_RP = (RP_ORPHAN, "resource_provider", "", RP_ORPHAN, "",  # node: its name
           "resource provider with no compute node", "provider_without_node",
           0, 1)
 DELETE_SERVICE = ("delete compute service", SVC2)
