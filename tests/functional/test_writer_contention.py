@@ -41,9 +41,9 @@ from nova_drain_filters import sync
 from nova_drain_filters import traits
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import placement
+from tests.functional.product_clients import ironic_client
 from tests.functional.services import ironic_server
 from tests.functional.services import placement_server
-from tests.functional.test_ironic_view import ironic_client
 
 ROUNDS = 6
 NODES = 4
