@@ -39,6 +39,7 @@ from oslo_log import log as logging
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
+from nova_drain_filters import ironic_credentials
 from nova_drain_filters import ironic_refresher
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import ironic
@@ -146,10 +147,25 @@ class IronicView(ironic_refresher.Refresher):
         self._snapshot = snap
         self.last_error = None
         self.refreshes += 1
+        if self.refreshes == 1:
+            self._check_credentials(client)
         LOG.debug("Ironic snapshot refreshed: %(n)d nodes in %(r)d requests "
                   "(%(u)d unusable)",
                   {"n": len(nodes), "u": len(snap.unusable), "r": requests})
         return True
+
+    def _check_credentials(self, client: ironic.IronicClient) -> None:
+        """Warn once if the token cannot list every node (no request)."""
+        try:
+            access = ironic_credentials.token_of(
+                getattr(client, "adapter", None))
+            problem = (ironic_credentials.scope_problem(access)
+                       if access is not None else None)
+        except Exception as exc:
+            LOG.debug("Could not read the [ironic] token's scope: %s", exc)
+            return
+        if problem:
+            LOG.warning("The Ironic listing may be partial: %s", problem)
 
     def _forget_connections(self) -> None:
         self._client = None
@@ -248,7 +264,7 @@ class IronicView(ironic_refresher.Refresher):
                       "ironic_missing_max_fraction); the missing-node rule "
                       "is off and baremetal_failure_mode=%(mode)s applies "
                       "to unlisted nodes. Do the [ironic] credentials see "
-                      "every node (a system-scoped or admin token)?",
+                      "every node (a system-scoped reader token)?",
                       {"verdict": verdict,
                        "mode": CONF.drain_filters.baremetal_failure_mode})
         return verdict

@@ -12,6 +12,7 @@
 
 """What the three drain filters share: facts from a HostState, never raising."""
 import datetime
+import logging as std_logging
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
@@ -194,14 +195,17 @@ class DrainFilter(filters.BaseHostFilter):
                 return hosts
             found = self.rejections(hosts, spec_obj)
             if found:
+                debug = LOG.isEnabledFor(std_logging.DEBUG)
                 for host_state in hosts:
                     reasons = list(found.get(id(host_state)) or ())
                     if reasons:
                         rejected[host_state] = reasons
-                        LOG.debug("%(host)s rejected by %(filter)s: "
-                                  "%(reason)s",
-                                  {"host": host_state, "filter": name,
-                                   "reason": decisions.summarize(reasons)})
+                        if debug:
+                            LOG.debug("%(host)s rejected by %(filter)s: "
+                                      "%(reason)s",
+                                      {"host": host_state, "filter": name,
+                                       "reason": decisions.summarize(
+                                           reasons)})
         except Exception:
             LOG.exception("%s failed; passing every host", name)
             return hosts

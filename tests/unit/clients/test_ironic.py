@@ -16,6 +16,8 @@ from typing import Any
 from urllib import parse
 
 import testtools
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import session as ks_session
 
 from nova_drain_filters import traits
 from nova_drain_filters.clients import http
@@ -296,3 +298,38 @@ class TestNodeFacts(testtools.TestCase):
 
     def test_missing_uuid(self) -> None:
         self.assertRaises(KeyError, ironic.node_facts, {"name": "x"})
+
+
+class TestReadTimeout(IronicTestCase):
+    def timeouts(self) -> list[Any]:
+        return [r.timeout for r in self.mock.request_history]
+
+    def client_with(self, session_timeout: float | None,
+                    default: float | None) -> ironic.IronicClient:
+        adapter = ks_adapter.Adapter(
+            ks_session.Session(timeout=session_timeout),
+            endpoint_override=ENDPOINT, service_type="baremetal")
+        return ironic.IronicClient(adapter, default_timeout=default)
+
+    def test_unbounded_without_a_default(self) -> None:
+        # Issue 14 item 5: with [ironic] timeout unset, keystoneauth sends
+        # no timeout and a hung Ironic hangs the refresher.
+        self.serve([page(uuids(1), False)])
+        client = self.client_with(None, None)
+        client.list_nodes(10)
+        self.assertEqual([None], self.timeouts())
+        self.assertIsNone(client.read_timeout)
+
+    def test_default_bounds_an_unset_timeout(self) -> None:
+        self.serve([page(uuids(1), False)])
+        client = self.client_with(None, ironic.DEFAULT_READ_TIMEOUT)
+        client.list_nodes(10)
+        self.assertEqual([30.0], self.timeouts())
+        self.assertEqual(30.0, client.read_timeout)
+
+    def test_the_operators_timeout_wins(self) -> None:
+        self.serve([page(uuids(1), False)])
+        client = self.client_with(7, ironic.DEFAULT_READ_TIMEOUT)
+        client.list_nodes(10)
+        self.assertEqual([7.0], self.timeouts())
+        self.assertEqual(7.0, client.read_timeout)
