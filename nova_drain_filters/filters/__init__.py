@@ -20,11 +20,12 @@ runs at scheduler start-up, so it also registers and validates the
 naming the option) and installs the placement pre-filter.
 
 It also starts the Ironic view's refresher when BaremetalAvailabilityFilter
-is enabled, so that the first request after a start finds a listing (or
-waits for it, ``[drain_filters] baremetal_startup_wait``); forked workers
-restart it themselves (``nova_drain_filters/ironic_refresher.py``). With
-only StaleComputeNodeFilter, a cloud may have no Ironic: the refresher then
-starts with the first request that offers an Ironic node.
+is enabled and ``[ironic]`` is configured, so that the first request after
+a start finds a listing (or waits for it, ``[drain_filters]
+baremetal_startup_wait``); forked workers
+restart it themselves (``nova_drain_filters/ironic_refresher.py``).
+Otherwise the cloud may have no Ironic: the refresher then starts with the
+first request that offers an Ironic node, which waits for its listing.
 """
 from oslo_config import cfg
 
@@ -57,6 +58,20 @@ def all_filters() -> list[type]:
     drain_conf.validate(CONF)
     request_filter.install_if_enabled(CONF)
     enabled = CONF.filter_scheduler.enabled_filters
-    if BaremetalAvailabilityFilter.__name__ in enabled:
+    if BaremetalAvailabilityFilter.__name__ in enabled and _ironic_configured():
         ironic_view.get_view().start()
     return list(FILTER_CLASSES)
+
+
+def _ironic_configured() -> bool:
+    """True if nova.conf says how to reach Ironic (``nova/conf/ironic.py``).
+
+    A cloud without Ironic that enables every drain filter must not log a
+    failed refresh every interval; its refresher starts only if a request
+    ever offers an Ironic node.
+    """
+    try:
+        group = CONF.ironic
+        return bool(group.auth_type or group.endpoint_override)
+    except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
+        return False
