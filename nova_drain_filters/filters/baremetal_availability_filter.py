@@ -51,6 +51,7 @@ class BaremetalAvailabilityFilter(base.DrainFilter):
         unusable = snap.unusable if snap is not None else {}
         listed = snap.nodes if snap is not None else {}
         found: base.Rejections = {}
+        observed = False
         for host_state in ironic:
             node = host_state.nodename
             if node in listed:
@@ -58,6 +59,11 @@ class BaremetalAvailabilityFilter(base.DrainFilter):
                 if reasons:
                     found[id(host_state)] = list(reasons)
                 continue
+            if not observed:
+                # Whether a listing that lacks this node is believed depends
+                # on how many of the nodes Nova offers it lacks.
+                view.observe(h.nodename for h in ironic)
+                observed = True
             try:
                 reasons = view.availability_reasons(node)
             except Exception:

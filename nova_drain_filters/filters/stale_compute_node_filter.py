@@ -90,6 +90,7 @@ class StaleComputeNodeFilter(base.DrainFilter):
         duplicates = decisions.duplicate_reasons(facts.values())
         found: base.Rejections = {}
         for host_state in suspects:
+            # service_up only ranks duplicates; others need no servicegroup.
             node = facts.get(id(host_state)) or base.node_facts(
                 host_state, True)
             reasons = []

@@ -112,3 +112,14 @@ class TestBaremetalFastPath(helpers.FilterTestCase):
         new = helpers.ironic_host("new")
         self.assertEqual([new], self.filt.filter_all([new], self.spec()))
         self.assertEqual([("new",)], self.view.asked)
+
+    def test_unlisted_node_counts_the_request_as_known(self) -> None:
+        # The blast-radius verdict needs the listed nodes Nova offers too.
+        hosts = [helpers.ironic_host(n) for n in ("free", "new", "newer")]
+        self.filt.filter_all(hosts, self.spec())
+        self.assertEqual(["free", "new", "newer"], self.view.observed)
+        self.assertEqual([("new",), ("newer",)], self.view.asked)
+
+    def test_all_listed_observes_nothing(self) -> None:
+        self.filt.filter_all([helpers.ironic_host("free")], self.spec())
+        self.assertEqual([], self.view.observed)
