@@ -145,8 +145,12 @@ class Refresher:
             self._pid = pid
             if self._running_since is None:
                 self._running_since = self._clock()
-            if self._stop.is_set():  # stopped or parked: start afresh
+            if self._stop.is_set():
+                # Stopped, or parked by a fork: start afresh, and let a
+                # request without a trusted snapshot wait for the listing.
                 self._stop = threading.Event()
+                self._first_attempt = threading.Event()
+                self._running_since = self._clock()
                 self._start_refresher()
             elif not self._refresher_beating(self._clock()):
                 self._start_refresher()

@@ -264,3 +264,18 @@ class TestFork(ThreadTestCase):
         # ...until one comes.
         self.view.ensure_running()
         self.assertEqual({REFRESH, WATCHDOG}, {t.name for t in self.ours()})
+
+    def test_a_parked_view_waits_for_its_new_listing(self) -> None:
+        # Something in a serving process forked: the threads parked, the
+        # snapshot aged. The next request restarts them and waits.
+        self.conf.config(group="drain_filters", baremetal_startup_wait=5)
+        self.view.start()
+        self.wait_for(lambda: self.view.refreshes == 1, "the first listing")
+        self.view.after_fork_in_parent()
+        self.wait_for(lambda: not self.ours(), "the threads to park")
+        self.clock.advance(121)
+        self.assertIsNone(self.view.trusted())
+        self.client.hook = lambda: self.clock.advance(1)
+        self.view.wait_until_ready()
+        self.assertEqual(2, self.view.refreshes)
+        self.assertIsNotNone(self.view.trusted())
