@@ -125,6 +125,10 @@ def build_case(run: Run) -> unittest.TestCase:
             # for a call at this size; the bench measures, it does not time
             # out.
             self.flags(rpc_response_timeout=1800, long_rpc_timeout=1800)
+            # Setting up 1,000 nodes can outlast service_down_time, and the
+            # harness's services may not heartbeat meanwhile: ComputeFilter
+            # and DisabledServiceFilter would both see a down service.
+            self.flags(service_down_time=86400)
             return super()._setup_services()
 
         def configure(self, name: str) -> None:
