@@ -148,6 +148,9 @@ class IronicView(ironic_refresher.Refresher):
             str, tuple[float, decisions.IronicNodeFacts | None]] = {}
         self._event_lock = threading.Lock()
         self._events: ironic_events.EventListener | None = None
+        #: Nodes a delete event named: missing without the known-before
+        #: rule, which only tells a listing's gaps from new enrolments.
+        self._deleted: set[str] = set()
 
     # refreshing ----------------------------------------------------------
 
@@ -362,12 +365,15 @@ class IronicView(ironic_refresher.Refresher):
         began may be a new enrolment: it waits for the next refresh. (A
         nova-compute clock behind the scheduler's can delay a brand-new
         node by one refresh interval; nothing worse.) A listing that lacks
-        too many known nodes is not believed (``listing_verdict``).
+        too many known nodes is not believed (``listing_verdict``). A node a
+        delete event named is missing at once: the event is no guess.
         """
         first_seen = self.seen(node_uuid)
         snap = self.trusted()
         if snap is None or node_uuid in snap.nodes:
             return None
+        if node_uuid in self._deleted:
+            return decisions.missing_from_ironic_reason(node_uuid)
         known_before = first_seen < snap.started_at or (
             updated_at is not None
             and decisions.as_utc(updated_at) < snap.started_wall)
@@ -412,6 +418,10 @@ class IronicView(ironic_refresher.Refresher):
             if known is not None and known[0] > at:
                 return False  # an even newer read is already in
             self._event_changes[node_uuid] = (at, facts)
+            if facts is None:
+                self._deleted.add(node_uuid)
+            else:
+                self._deleted.discard(node_uuid)
             snap = self._snapshot
             if snap is None:
                 return False
@@ -428,6 +438,7 @@ class IronicView(ironic_refresher.Refresher):
             self._event_changes = {
                 uuid: change for uuid, change in self._event_changes.items()
                 if change[0] >= snap.started_at}
+            self._deleted -= snap.nodes.keys()
             self._snapshot = snap.patched({
                 uuid: facts for uuid, (_, facts)
                 in self._event_changes.items()})

@@ -54,9 +54,13 @@ class BaremetalTestBase(base.DrainTestBase):
         self.addCleanup(setattr, driver, "NODES", driver.NODES)
         driver.NODES = list(self.nodes.values())
         super().setUp()
-        # Nova started the refresher when it loaded the filters. Wait for a
-        # listing that started after the compute node records were written,
-        # so that the node deleted from Ironic counts as known before it.
+        self.wait_for_first_listing()
+
+    def wait_for_first_listing(self) -> None:
+        """Nova started the refresher when it loaded the filters. Wait for a
+        listing that started after the compute node records were written,
+        so that the node deleted from Ironic counts as known before it.
+        """
         self.wait_for_refresh_after(time.monotonic())
 
     def _prepare(self, name: str, how: str) -> str:
