@@ -133,6 +133,7 @@ baremetal_opts = [
         "baremetal_refresh_interval",
         default=15,
         min=1,
+        max=3600,
         help="""
 Seconds between two refreshes of the scheduler's snapshot of Ironic nodes.
 
@@ -146,11 +147,12 @@ below that.
 
 Possible values:
 
-* A number of seconds, 1 or more.
+* A number of seconds from 1 to 3600.
 
 Related options:
 
 * ``baremetal_max_snapshot_age``
+* ``baremetal_startup_wait``
 * ``baremetal_page_size``
 * The ``[ironic]`` section: how to reach Ironic (auth, endpoint, TLS,
   ``timeout``), shared with Nova's Ironic driver.
@@ -160,6 +162,7 @@ Related options:
         "baremetal_max_snapshot_age",
         default=120,
         min=1,
+        max=86400,
         help="""
 How old, in seconds, the Ironic snapshot may get before it is not trusted.
 
@@ -170,11 +173,42 @@ filters keep deciding on the last good snapshot up to this age; after that,
 
 Possible values:
 
-* A number of seconds, at least ``baremetal_refresh_interval``.
+* A number of seconds, at least ``baremetal_refresh_interval`` and at
+  most 86400 (a day).
 
 Related options:
 
 * ``baremetal_failure_mode``
+""",
+    ),
+    cfg.IntOpt(
+        "baremetal_startup_wait",
+        default=20,
+        min=0,
+        max=50,
+        help="""
+How long, in seconds, a scheduling request waits for the first Ironic
+listing of a scheduler process that has none yet.
+
+The refresher starts when Nova loads the filters, and again in each worker
+process Nova forks. A request that arrives before that process's first
+listing has finished waits for it, but no longer than this many seconds
+after the refresher started; then ``baremetal_failure_mode`` applies and an
+error is logged once. Without the wait, the first requests after a restart
+would pass every node unchecked. Keep it well below ``[DEFAULT]
+rpc_response_timeout`` (60 by default), the time the conductor gives the
+scheduler to answer.
+
+Possible values:
+
+* 0: never wait; the failure policy applies until the first listing.
+* A number of seconds up to 50. The first listing of 10,000 nodes takes
+  11 requests, a few seconds on a healthy Ironic.
+
+Related options:
+
+* ``baremetal_failure_mode``
+* ``baremetal_refresh_interval``
 """,
     ),
     cfg.StrOpt(
@@ -187,6 +221,11 @@ Related options:
         ],
         help="""
 What the baremetal filters do without a trustworthy Ironic snapshot.
+
+That is: no listing yet after ``baremetal_startup_wait``, a snapshot older
+than ``baremetal_max_snapshot_age``, or, for the nodes a listing lacks, a
+listing that lacks more than ``ironic_missing_max_fraction`` of the Ironic
+nodes Nova knows.
 
 ``pass`` (the default) falls back to what Nova does without these filters:
 a node that cannot be used still fails at build time on nova-compute and the
@@ -203,6 +242,8 @@ Possible values:
 Related options:
 
 * ``baremetal_max_snapshot_age``
+* ``baremetal_startup_wait``
+* ``ironic_missing_max_fraction``
 """,
     ),
     cfg.FloatOpt(

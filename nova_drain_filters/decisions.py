@@ -316,21 +316,23 @@ class ListingVerdict:
     missing: int
     #: How many may be missing before the listing is not trusted.
     allowed: int
+    #: How many nodes the listing has, known to Nova or not.
+    listed: int = 0
 
     @property
     def trusted(self) -> bool:
         """False for an empty listing while Nova knows nodes, or too many gone.
 
-        =====  ==================  =======
-        known  missing             trusted
-        =====  ==================  =======
-        0      0                   yes
-        n > 0  n (empty listing)   no
-        n      <= allowed          yes
-        n      > allowed           no
-        =====  ==================  =======
+        =====  ======  ===========  =======
+        known  listed  missing      trusted
+        =====  ======  ===========  =======
+        0      any     0            yes
+        n > 0  0       n            no
+        n      > 0     <= allowed   yes
+        n      > 0     > allowed    no
+        =====  ======  ===========  =======
         """
-        if self.known and self.missing >= self.known:
+        if self.known and not self.listed:
             return False
         return self.missing <= self.allowed
 
@@ -356,4 +358,5 @@ def listing_verdict(
     known_set = set(known)
     missing = len(known_set - listed_set)
     return ListingVerdict(len(known_set), missing,
-                          allowed_count(len(known_set), max_fraction))
+                          allowed_count(len(known_set), max_fraction),
+                          len(listed_set))

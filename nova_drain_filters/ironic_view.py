@@ -12,24 +12,28 @@
 
 """A cached view of Ironic's nodes that the scheduler reads without I/O.
 
-One background thread per scheduler process refreshes the snapshot every
-``[drain_filters] baremetal_refresh_interval`` seconds (a paginated
-``GET /v1/nodes`` with only the needed fields) and swaps it in whole. The
-filters only read the current snapshot: no request is ever made on the
-scheduling path, and a refresh is single-flight.
+A refresher thread per scheduler process lists the nodes every
+``[drain_filters] baremetal_refresh_interval`` seconds (paginated
+``GET /v1/nodes`` with only the needed fields) and swaps the snapshot in
+whole; the filters only read it. The refresher starts when Nova loads the
+filters and again in each worker Nova forks (``ironic_refresher``); a
+request that finds no snapshot yet waits for the first listing for at most
+``baremetal_startup_wait`` seconds.
 
 Failure policy: a failed refresh keeps the last good snapshot; once that is
-older than ``baremetal_max_snapshot_age`` the snapshot is not trusted and
-``baremetal_failure_mode`` decides (pass or reject every Ironic host). Any
-error from Ironic (down, timeout, 5xx, garbage) is logged once per refresh
-and never raised into the scheduler.
+older than ``baremetal_max_snapshot_age`` it is not trusted and
+``baremetal_failure_mode`` decides. A listing that lacks too many of the
+Ironic nodes Nova knows (``ironic_missing_max_fraction``) is not believed
+about missing nodes either. Nothing from Ironic is ever raised into the
+scheduler.
 """
+import copy
 import dataclasses
 import datetime
-import os
 import threading
 import time
 from collections.abc import Callable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from oslo_config import cfg
@@ -37,6 +41,8 @@ from oslo_log import log as logging
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
+from nova_drain_filters import ironic_credentials
+from nova_drain_filters import ironic_refresher
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import ironic
 
@@ -45,6 +51,10 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
+
+#: A node counts as known to Nova for this long after a request last
+#: offered it (two windows are kept, so between one and two hours).
+KNOWN_WINDOW = 3600.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,15 +69,55 @@ class Snapshot:
     requests: int
     #: Wall-clock time the listing started, to compare with record times.
     started_wall: datetime.datetime
+    #: The reasons of every node that cannot take an instance, worked out
+    #: once per refresh (in the refresher thread) so that a filter's
+    #: healthy host costs one lookup.
+    unusable: dict[str, list[decisions.Reason]] = dataclasses.field(
+        init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        unusable = {}
+        for uuid, node in self.nodes.items():
+            reasons = decisions.baremetal_reasons(node)
+            if reasons:
+                unusable[uuid] = reasons
+        object.__setattr__(self, "unusable", unusable)
+
+    def patched(
+        self, changes: dict[str, decisions.IronicNodeFacts | None]
+    ) -> "Snapshot":
+        """A copy with nodes replaced (facts) or removed (None).
+
+        Copy on write, so a reader holding the old snapshot keeps a
+        consistent one; only the changed nodes' reasons are worked out
+        again, so an event costs the same however many nodes there are.
+        """
+        if not changes:
+            return self
+        nodes, unusable = dict(self.nodes), dict(self.unusable)
+        for uuid, facts in changes.items():
+            unusable.pop(uuid, None)
+            if facts is None:
+                nodes.pop(uuid, None)
+                continue
+            nodes[uuid] = facts
+            reasons = decisions.baremetal_reasons(facts)
+            if reasons:
+                unusable[uuid] = reasons
+        new = copy.copy(self)  # no __post_init__: nothing is listed again
+        object.__setattr__(new, "nodes", nodes)
+        object.__setattr__(new, "unusable", unusable)
+        return new
 
 
 def _default_client() -> ironic.IronicClient:
     # The [ironic] section Nova's Ironic driver uses (nova/conf/ironic.py).
     return ironic.IronicClient(
-        http.adapter_from_conf(CONF, "ironic", "baremetal"))
+        http.adapter_from_conf(CONF, "ironic", "baremetal"),
+        default_timeout=ironic.DEFAULT_READ_TIMEOUT)
 
 
-class IronicView:
+class IronicView(ironic_refresher.Refresher):
     """The latest trusted snapshot, its refresher and its failure state."""
 
     def __init__(
@@ -75,19 +125,20 @@ class IronicView:
         client_factory: Callable[[], ironic.IronicClient] = _default_client,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(clock)
         self._client_factory = client_factory
         self._client: ironic.IronicClient | None = None
-        self._clock = clock
-        self._refresh_lock = threading.Lock()
-        self._thread_lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._pid: int | None = None
         self._snapshot: Snapshot | None = None
         self._first_seen: dict[str, float] = {}
+        #: Ironic node UUIDs requests offered: this window and the last.
+        self._known: set[str] = set()
+        self._known_before: set[str] = set()
+        self._known_since = clock()
+        self._verdict: tuple[object, int, decisions.ListingVerdict] | None = (
+            None)
+        self._verdict_logged: object = None
         self._policy_logged_at: float | None = None
-        #: When this process's refresher started: warm-up is bounded by it.
-        self._running_since: float | None = None
+        self._startup_logged = False
         #: The last refresh error, None after a success.
         self.last_error: str | None = None
         self.refreshes = 0
@@ -97,91 +148,118 @@ class IronicView:
             str, tuple[float, decisions.IronicNodeFacts | None]] = {}
         self._event_lock = threading.Lock()
         self._events: ironic_events.EventListener | None = None
+        #: Nodes a delete event named: missing without the known-before
+        #: rule, which only tells a listing's gaps from new enrolments.
+        self._deleted: set[str] = set()
 
     # refreshing ----------------------------------------------------------
 
-    def refresh(self) -> bool:
-        """List all nodes and swap the snapshot in; False if it did not.
-
-        Single-flight: returns False at once if a refresh is under way.
-        """
-        if not self._refresh_lock.acquire(blocking=False):
-            return False
-        try:
-            return self._refresh()
-        finally:
-            self._refresh_lock.release()
-
-    def _refresh(self) -> bool:
+    def _refresh(self, generation: int) -> bool:
         started = self._clock()
         started_wall = datetime.datetime.now(datetime.timezone.utc)
         try:
             if self._client is None:
                 self._client = self._client_factory()
-            before = self._client.requests
+                self.read_timeout = float(getattr(
+                    self._client, "read_timeout", None)
+                    or ironic.DEFAULT_READ_TIMEOUT)
+            client = self._client
+            before = client.requests
+            nodes: dict[str, decisions.IronicNodeFacts] = {}
             page_size = CONF.drain_filters.baremetal_page_size
-            nodes = {n.uuid: n for n in self._client.list_nodes(page_size)}
-            requests = self._client.requests - before
+            for page in client.iter_node_pages(page_size):
+                self.progress()
+                nodes.update((n.uuid, n) for n in page)
+            requests = client.requests - before
+            snap = Snapshot(nodes, started, self._clock(), requests,
+                            started_wall)
         except Exception as exc:  # never let Ironic's trouble escape
-            self.last_error = str(exc)
+            if generation == self._generation:
+                self.last_error = str(exc)
             LOG.error("Ironic node refresh failed, keeping the snapshot from "
                       "%(age)s: %(error)s",
                       {"age": self._age_text(), "error": exc})
             return False
-        self._install(Snapshot(nodes, started, self._clock(), requests,
-                               started_wall))
+        if generation != self._generation:
+            LOG.warning("Dropping an Ironic listing that finished after the "
+                        "watchdog gave up on it")
+            return False
+        self._install(snap)
         self.last_error = None
         self.refreshes += 1
-        LOG.debug("Ironic snapshot refreshed: %(n)d nodes in %(r)d requests",
-                  {"n": len(nodes), "r": requests})
+        if self.refreshes == 1:
+            self._check_credentials(client)
+        LOG.debug("Ironic snapshot refreshed: %(n)d nodes in %(r)d requests "
+                  "(%(u)d unusable)",
+                  {"n": len(nodes), "u": len(snap.unusable), "r": requests})
         return True
+
+    def _check_credentials(self, client: ironic.IronicClient) -> None:
+        """Warn once if the token cannot list every node (no request)."""
+        try:
+            access = ironic_credentials.token_of(
+                getattr(client, "adapter", None))
+            problem = (ironic_credentials.scope_problem(access)
+                       if access is not None else None)
+        except Exception as exc:
+            LOG.debug("Could not read the [ironic] token's scope: %s", exc)
+            return
+        if problem:
+            LOG.warning("The Ironic listing may be partial: %s", problem)
+
+    def _forget_connections(self) -> None:
+        self._client = None
+
+    def _start_watchdog(self) -> None:
+        # The slow path of ensure_running: a first start in this process,
+        # after a fork, or after a stop. The listener starts beside it.
+        super()._start_watchdog()
+        self._start_events()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the refresher, its watchdog and the event listener."""
+        super().stop(timeout)
+        self._stop_events(timeout)
+
+    def _reset_after_fork(self) -> None:
+        super()._reset_after_fork()
+        self._startup_logged = False
 
     def _age_text(self) -> str:
         if self._snapshot is None:
             return "never (no snapshot yet)"
         return f"{self._clock() - self._snapshot.finished_at:.0f}s ago"
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.refresh()
-            self._stop.wait(CONF.drain_filters.baremetal_refresh_interval)
+    # waiting for the first listing ---------------------------------------
 
-    def ensure_running(self) -> None:
-        """Start the refresher if it is not running in this process.
-
-        Called from the filters. Nova's scheduler may fork workers after
-        loading the filters, and a thread does not survive a fork, so the
-        process id is checked too.
+    def wait_until_ready(self) -> None:
+        """Once per request: make sure the refresher runs; if this process
+        has no trusted snapshot and no listing has finished since its
+        refresher started, wait for one, but not past
+        ``baremetal_startup_wait`` seconds after that start. Then the
+        failure policy applies (logged once).
         """
-        pid = os.getpid()
-        if self._thread is not None and self._thread.is_alive() and (
-                self._pid == pid):
+        self.ensure_running()
+        first = self._first_attempt
+        if self.trusted() is not None:
             return
-        with self._thread_lock:
-            if self._thread is not None and self._thread.is_alive() and (
-                    self._pid == pid):
-                return
-            if self._pid is not None and self._pid != pid:
-                # A fork copied a lock a refresh may have held, and the
-                # parent's HTTP connections.
-                self._refresh_lock = threading.Lock()
-                self._client = None
-            self._stop.clear()
-            self._pid = pid
-            if self._running_since is None:
-                self._running_since = self._clock()
-            self._thread = threading.Thread(
-                target=self._run, name="drain-ironic-refresh", daemon=True)
-            self._thread.start()
-            self._start_events()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop the refresher (for tests and shutdown)."""
-        self._stop.set()
-        self._stop_events(timeout)
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self._thread = None
+        wait = CONF.drain_filters.baremetal_startup_wait
+        if not first.is_set():
+            since = self._running_since
+            remaining = (since if since is not None else self._clock()) + (
+                wait - self._clock())
+            if remaining > 0:
+                first.wait(remaining)
+        if self._startup_logged or self._snapshot is not None:
+            return
+        self._startup_logged = True
+        LOG.error("No Ironic listing yet, up to %(wait)ss after the "
+                  "refresher started (last error: %(error)s); "
+                  "baremetal_failure_mode=%(mode)s applies until one "
+                  "arrives",
+                  {"wait": wait,
+                   "error": self.last_error or "none, still listing",
+                   "mode": CONF.drain_filters.baremetal_failure_mode})
 
     # reading -------------------------------------------------------------
 
@@ -195,31 +273,84 @@ class IronicView:
 
     def seen(self, node_uuid: str) -> float:
         """Remember when the scheduler first saw this node; return that."""
-        return self._first_seen.setdefault(node_uuid, self._clock())
+        self.observe((node_uuid,))
+        return self._first_seen[node_uuid]
+
+    def observe(self, node_uuids: Iterable[str]) -> None:
+        """Note the Ironic nodes one request offered: Nova knows them.
+
+        "The Ironic compute nodes Nova knows" is, on the scheduler side,
+        what placement offered this process's requests over the last one to
+        two ``KNOWN_WINDOW``. Placement offers free nodes only, so this is
+        a lower bound: enough to see that a listing lacks most of them.
+        """
+        now = self._clock()
+        if now - self._known_since > KNOWN_WINDOW:
+            self._known_before, self._known = self._known, set()
+            self._known_since = now
+        first_seen, known = self._first_seen, self._known
+        for uuid in node_uuids:
+            if uuid not in known:
+                known.add(uuid)
+                first_seen.setdefault(uuid, now)
+
+    def listing_verdict(self, snap: Snapshot) -> decisions.ListingVerdict:
+        """The blast-radius verdict on ``snap`` over the nodes Nova knows.
+
+        Cached per snapshot and number of known nodes; logged once per
+        snapshot when it is not trusted.
+        """
+        size = len(self._known) + len(self._known_before)
+        cached = self._verdict
+        if cached is not None and cached[0] is snap and cached[1] == size:
+            return cached[2]
+        verdict = decisions.listing_verdict(
+            self._known | self._known_before, snap.nodes,
+            CONF.drain_filters.ironic_missing_max_fraction)
+        self._verdict = (snap, size, verdict)
+        if not verdict.trusted and self._verdict_logged is not snap:
+            self._verdict_logged = snap
+            LOG.error("Not believing the Ironic listing about missing nodes: "
+                      "%(verdict)s ([drain_filters] "
+                      "ironic_missing_max_fraction); the missing-node rule "
+                      "is off and baremetal_failure_mode=%(mode)s applies "
+                      "to unlisted nodes. Do the [ironic] credentials see "
+                      "every node (a system-scoped reader token)?",
+                      {"verdict": verdict,
+                       "mode": CONF.drain_filters.baremetal_failure_mode})
+        return verdict
 
     def availability_reasons(self, node_uuid: str) -> list[decisions.Reason]:
         """BaremetalAvailabilityFilter's verdict for one Ironic node.
 
-        ======================  ==========================================
-        snapshot                verdict
-        ======================  ==========================================
-        trusted, node listed    ``decisions.baremetal_reasons``
-        trusted, node unlisted  pass (new enrolment; the stale rule judges)
-        none yet, no failure    pass (warming up)
-        untrusted after errors  ``baremetal_failure_mode``
-        ======================  ==========================================
+        ========================  ========================================
+        snapshot                  verdict
+        ========================  ========================================
+        trusted, node listed      ``decisions.baremetal_reasons``
+        trusted, node unlisted    pass (new enrolment; the stale rule
+                                  judges) if the listing is believed,
+                                  else ``baremetal_failure_mode``
+        none, or too old          ``baremetal_failure_mode``
+        ========================  ========================================
+
+        A request first waits for the first listing (``wait_until_ready``).
         """
         snap = self.trusted()
         if snap is not None:
-            node = snap.nodes.get(node_uuid)
-            return decisions.baremetal_reasons(node) if node else []
-        if self._warming_up():
-            return []
+            if node_uuid in snap.nodes:
+                return list(snap.unusable.get(node_uuid, ()))
+            self.observe((node_uuid,))
+            verdict = self.listing_verdict(snap)
+            if verdict.trusted:
+                return []
+            return self._policy(f"not in a partial Ironic listing ({verdict})")
         self._log_policy()
+        return self._policy(f"no Ironic snapshot since {self._age_text()}")
+
+    def _policy(self, detail: str) -> list[decisions.Reason]:
         if CONF.drain_filters.baremetal_failure_mode == drain_conf.FAIL_REJECT:
-            return [decisions.Reason(
-                decisions.ReasonCode.BAREMETAL_UNKNOWN,
-                f"no Ironic snapshot since {self._age_text()}")]
+            return [decisions.Reason(decisions.ReasonCode.BAREMETAL_UNKNOWN,
+                                     detail)]
         return []
 
     def missing_reason(
@@ -233,30 +364,22 @@ class IronicView:
         lacks was deleted from Ironic. A node known only since the listing
         began may be a new enrolment: it waits for the next refresh. (A
         nova-compute clock behind the scheduler's can delay a brand-new
-        node by one refresh interval; nothing worse.)
+        node by one refresh interval; nothing worse.) A listing that lacks
+        too many known nodes is not believed (``listing_verdict``). A node a
+        delete event named is missing at once: the event is no guess.
         """
         first_seen = self.seen(node_uuid)
         snap = self.trusted()
         if snap is None or node_uuid in snap.nodes:
             return None
+        if node_uuid in self._deleted:
+            return decisions.missing_from_ironic_reason(node_uuid)
         known_before = first_seen < snap.started_at or (
             updated_at is not None
             and decisions.as_utc(updated_at) < snap.started_wall)
-        if not known_before:
+        if not known_before or not self.listing_verdict(snap).trusted:
             return None
         return decisions.missing_from_ironic_reason(node_uuid)
-
-    def _warming_up(self) -> bool:
-        """No snapshot yet, no failure yet, and not for too long.
-
-        A first refresh that hangs (``[ironic] timeout`` is unset by
-        default) must not keep every node passing forever.
-        """
-        if self._snapshot is not None or self.last_error is not None:
-            return False
-        max_age = CONF.drain_filters.baremetal_max_snapshot_age
-        return (self._running_since is None
-                or self._clock() - self._running_since <= max_age)
 
     def _log_policy(self) -> None:
         now = self._clock()
@@ -270,6 +393,7 @@ class IronicView:
                   {"age": self._age_text(),
                    "error": self.last_error or "a refresh has not finished",
                    "mode": CONF.drain_filters.baremetal_failure_mode})
+
 
     # event mode (nova_drain_filters/ironic_events.py) ----------------------
 
@@ -294,10 +418,14 @@ class IronicView:
             if known is not None and known[0] > at:
                 return False  # an even newer read is already in
             self._event_changes[node_uuid] = (at, facts)
+            if facts is None:
+                self._deleted.add(node_uuid)
+            else:
+                self._deleted.discard(node_uuid)
             snap = self._snapshot
             if snap is None:
                 return False
-            self._snapshot = _patched(snap, {node_uuid: facts})
+            self._snapshot = snap.patched({node_uuid: facts})
             return True
 
     def _install(self, snap: Snapshot) -> None:
@@ -310,7 +438,8 @@ class IronicView:
             self._event_changes = {
                 uuid: change for uuid, change in self._event_changes.items()
                 if change[0] >= snap.started_at}
-            self._snapshot = _patched(snap, {
+            self._deleted -= snap.nodes.keys()
+            self._snapshot = snap.patched({
                 uuid: facts for uuid, (_, facts)
                 in self._event_changes.items()})
 
@@ -332,24 +461,6 @@ class IronicView:
             self._events.stop(timeout)
 
 
-def _patched(
-    snap: Snapshot, changes: dict[str, decisions.IronicNodeFacts | None]
-) -> Snapshot:
-    """A copy of ``snap`` with nodes replaced (facts) or removed (None).
-
-    Copy on write: a reader holding the old snapshot keeps a consistent one.
-    """
-    if not changes:
-        return snap
-    nodes = dict(snap.nodes)
-    for uuid, facts in changes.items():
-        if facts is None:
-            nodes.pop(uuid, None)
-        else:
-            nodes[uuid] = facts
-    return dataclasses.replace(snap, nodes=nodes)
-
-
 _view: IronicView | None = None
 _view_lock = threading.Lock()
 
@@ -357,6 +468,9 @@ _view_lock = threading.Lock()
 def get_view() -> IronicView:
     """The process-wide view, created on first use."""
     global _view
+    view = _view
+    if view is not None:
+        return view
     with _view_lock:
         if _view is None:
             _view = IronicView()
@@ -371,3 +485,16 @@ def set_view(view: IronicView | None) -> IronicView | None:
     if old is not None and old is not view:
         old.stop(timeout=0)
     return old
+
+
+def _current() -> ironic_refresher.Refresher | None:
+    return _view
+
+
+def _reset_lock_in_child() -> None:
+    # Another thread may have held the lock when the process forked.
+    global _view_lock
+    _view_lock = threading.Lock()
+
+
+ironic_refresher.install_fork_hooks(_current, _reset_lock_in_child)

@@ -35,6 +35,12 @@ NODE_FIELDS = (
 #: A broken server that keeps sending "next" must not loop us forever.
 MAX_PAGES = 100_000
 
+#: Read timeout, in seconds, of the scheduler's Ironic requests when
+#: ``[ironic] timeout`` is unset (keystoneauth then waits forever). One page
+#: of 1,000 nodes takes Ironic well under a second; a server that has said
+#: nothing for this long is hung.
+DEFAULT_READ_TIMEOUT = 30.0
+
 
 def node_facts(body: dict[str, Any]) -> decisions.IronicNodeFacts:
     """IronicNodeFacts from one node of ``GET /v1/nodes``."""
@@ -62,6 +68,26 @@ class IronicClient(http.ServiceClient):
 
     service = "ironic"
     microversion = IRONIC_VERSION
+
+    def __init__(self, adapter: Any, default_timeout: float | None = None
+                 ) -> None:
+        """``default_timeout`` bounds each request when the session has no
+        timeout of its own (``[ironic] timeout`` unset): keystoneauth's
+        ``Session.request`` passes ``session.timeout`` to requests only when
+        it is set (``keystoneauth1/session.py``).
+        """
+        super().__init__(adapter)
+        session = getattr(adapter, "session", None)
+        if (default_timeout is not None and session is not None
+                and getattr(session, "timeout", None) is None):
+            session.timeout = float(default_timeout)
+
+    @property
+    def read_timeout(self) -> float | None:
+        """The timeout each request gets, None if unbounded."""
+        session = getattr(self.adapter, "session", None)
+        timeout = getattr(session, "timeout", None)
+        return float(timeout) if timeout is not None else None
 
     def iter_node_pages(
         self, page_size: int

@@ -18,10 +18,19 @@ when the scheduler's HostManager starts. That is the one moment this code
 runs at scheduler start-up, so it also registers and validates the
 ``[drain_filters]`` options (a bad value stops the scheduler with a message
 naming the option) and installs the placement pre-filter.
+
+It also starts the Ironic view's refresher when BaremetalAvailabilityFilter
+is enabled and ``[ironic]`` is configured, so that the first request after
+a start finds a listing (or waits for it, ``[drain_filters]
+baremetal_startup_wait``); forked workers
+restart it themselves (``nova_drain_filters/ironic_refresher.py``).
+Otherwise the cloud may have no Ironic: the refresher then starts with the
+first request that offers an Ironic node, which waits for its listing.
 """
 from oslo_config import cfg
 
 from nova_drain_filters import conf as drain_conf
+from nova_drain_filters import ironic_view
 from nova_drain_filters import request_filter
 from nova_drain_filters.filters import summary
 from nova_drain_filters.filters.baremetal_availability_filter import (
@@ -44,7 +53,25 @@ __all__ = [cls.__name__ for cls in FILTER_CLASSES] + ["all_filters"]
 
 
 def all_filters() -> list[type]:
-    """Return the filter classes; validate options; install the pre-filter."""
+    """Return the filter classes; validate options; install the pre-filter;
+    start the Ironic view if BaremetalAvailabilityFilter is enabled."""
     drain_conf.validate(CONF)
     request_filter.install_if_enabled(CONF)
+    enabled = CONF.filter_scheduler.enabled_filters
+    if BaremetalAvailabilityFilter.__name__ in enabled and _ironic_configured():
+        ironic_view.get_view().start()
     return list(FILTER_CLASSES)
+
+
+def _ironic_configured() -> bool:
+    """True if nova.conf says how to reach Ironic (``nova/conf/ironic.py``).
+
+    A cloud without Ironic that enables every drain filter must not log a
+    failed refresh every interval; its refresher starts only if a request
+    ever offers an Ironic node.
+    """
+    try:
+        group = CONF.ironic
+        return bool(group.auth_type or group.endpoint_override)
+    except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
+        return False

@@ -14,9 +14,13 @@
 from collections.abc import Sequence
 from typing import Any
 
+from oslo_log import log as logging
+
 from nova_drain_filters import decisions
 from nova_drain_filters import ironic_view
 from nova_drain_filters.filters import base
+
+LOG = logging.getLogger(__name__)
 
 
 class BaremetalAvailabilityFilter(base.DrainFilter):
@@ -28,20 +32,45 @@ class BaremetalAvailabilityFilter(base.DrainFilter):
     def rejections(
         self, hosts: Sequence[Any], spec_obj: Any
     ) -> base.Rejections:
-        """Start the Ironic view on the first Ironic host, then judge each.
+        """Judge each Ironic host from the snapshot; others pass untouched.
 
-        Hosts that are not Ironic nodes pass untouched; clouds without
-        Ironic never start the refresher.
+        A request with Ironic hosts first waits for this process's first
+        listing (``baremetal_startup_wait``). A listed node costs one dict
+        lookup: the snapshot worked out every unusable node's reasons when
+        it was built. Nova's Ironic driver reports the node UUID as the
+        hypervisor hostname (``nova/virt/ironic/driver.py``
+        ``_node_resource``).
         """
-        if any(decisions.is_ironic(h.hypervisor_type) for h in hosts):
-            ironic_view.get_view().ensure_running()
-        return super().rejections(hosts, spec_obj)
-
-    def host_reasons(
-        self, host_state: Any, spec_obj: Any
-    ) -> list[decisions.Reason]:
-        if not decisions.is_ironic(host_state.hypervisor_type):
-            return []
-        # Nova's Ironic driver reports the node UUID as the hypervisor
-        # hostname (nova/virt/ironic/driver.py _node_resource).
-        return ironic_view.get_view().availability_reasons(host_state.nodename)
+        ironic = [h for h in hosts
+                  if h.hypervisor_type == decisions.IRONIC_HYPERVISOR_TYPE]
+        if not ironic:
+            return {}
+        view = ironic_view.get_view()
+        view.wait_until_ready()
+        snap = view.trusted()
+        unusable = snap.unusable if snap is not None else {}
+        listed = snap.nodes if snap is not None else {}
+        found: base.Rejections = {}
+        observed = False
+        for host_state in ironic:
+            node = host_state.nodename
+            if node in listed:
+                reasons = unusable.get(node)
+                if reasons:
+                    found[id(host_state)] = list(reasons)
+                continue
+            if not observed:
+                # Whether a listing that lacks this node is believed depends
+                # on how many of the nodes Nova offers it lacks.
+                view.observe(h.nodename for h in ironic)
+                observed = True
+            try:
+                reasons = view.availability_reasons(node)
+            except Exception:
+                LOG.exception("%(filter)s failed on %(host)s; passing it",
+                              {"filter": type(self).__name__,
+                               "host": host_state})
+                continue
+            if reasons:
+                found[id(host_state)] = reasons
+        return found

@@ -12,6 +12,7 @@
 
 """What the three drain filters share: facts from a HostState, never raising."""
 import datetime
+import logging as std_logging
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 from nova import servicegroup
 from nova.scheduler import filters
 from nova.scheduler import utils as scheduler_utils
+from nova.servicegroup.drivers import db as servicegroup_db
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
@@ -68,6 +70,63 @@ def node_facts(host_state: Any, service_up: bool) -> decisions.NodeFacts:
 def now() -> datetime.datetime:
     """The current UTC time, timezone-aware (patchable in tests)."""
     return timeutils.utcnow(with_timezone=True)
+
+
+def plain(mapping: Any) -> Any:
+    """The dict under Nova's ``ReadOnlyDict`` (a UserDict), for fast reads.
+
+    ``HostState.service`` is a ``ReadOnlyDict`` (``nova/scheduler/
+    host_manager.py``); its ``get`` runs Python code per call.
+    """
+    return getattr(mapping, "data", mapping)
+
+
+#: Nova's own methods, as imported: if a test (or anything) replaced one,
+#: UpCheck asks Nova on every call instead of taking its shortcut.
+_NOVA_SERVICE_IS_UP = servicegroup.API.service_is_up
+_DB_IS_UP = servicegroup_db.DbDriver.is_up
+
+
+def _is_nova_db_check(api: Any) -> bool:
+    driver: Any = getattr(api, "_driver", None)
+    return (getattr(api.service_is_up, "__func__", None) is _NOVA_SERVICE_IS_UP
+            and type(driver) is servicegroup_db.DbDriver
+            and getattr(driver.is_up, "__func__", None) is _DB_IS_UP)
+
+
+class UpCheck:
+    """Nova's service-is-up verdict with the request's clock read once.
+
+    With the ``db`` servicegroup driver, ``DbDriver.is_up``
+    (``nova/servicegroup/drivers/db.py``) says up when the last heartbeat
+    (``last_seen_up``, else ``created_at``) is within ``service_down_time``
+    of now, either way. This works out the window once per request; any
+    other driver, or a heartbeat that is not a datetime, asks Nova.
+    """
+
+    def __init__(self, api: Any) -> None:
+        self.api = api
+        self.window: tuple[datetime.datetime, ...] | None = None
+        if _is_nova_db_check(api):
+            driver = api._driver
+            # DbDriver compares naive UTC (timeutils.utcnow()).
+            current = timeutils.utcnow()
+            down = datetime.timedelta(seconds=driver.service_down_time)
+            utc = datetime.timezone.utc
+            low, high = current - down, current + down
+            self.window = (low, high, low.replace(tzinfo=utc),
+                           high.replace(tzinfo=utc))
+
+    def __call__(self, service: Any) -> bool:
+        """Up by Nova's rules; ``service`` is the plain dict."""
+        window = self.window
+        if window is not None:
+            beat = service.get("last_seen_up") or service.get("created_at")
+            if isinstance(beat, datetime.datetime):
+                if beat.tzinfo is None:
+                    return window[0] <= beat <= window[1]
+                return window[2] <= beat <= window[3]
+        return bool(self.api.service_is_up(service))
 
 
 class DrainFilter(filters.BaseHostFilter):
@@ -121,27 +180,37 @@ class DrainFilter(filters.BaseHostFilter):
     def filter_all(
         self, filter_obj_list: Any, spec_obj: Any
     ) -> list[Any]:
-        """Return the hosts that pass; never None, never raises."""
+        """Return the hosts that pass; never None, never raises.
+
+        Reasons are summarised and logged for rejected hosts only; the
+        common case, nothing rejected, hands the list back as it came.
+        """
         hosts = list(filter_obj_list)
         name = type(self).__name__
+        rejected: dict[Any, list[decisions.Reason]] = {}
         try:
             if not self.RUN_ON_REBUILD and scheduler_utils.request_is_rebuild(
                 spec_obj
             ):
                 return hosts
             found = self.rejections(hosts, spec_obj)
-            rejected: dict[Any, list[decisions.Reason]] = {}
-            for host_state in hosts:
-                reasons = list(found.get(id(host_state)) or ())
-                if reasons:
-                    rejected[host_state] = reasons
-                    LOG.debug("%(host)s rejected by %(filter)s: %(reason)s",
-                              {"host": host_state, "filter": name,
-                               "reason": decisions.summarize(reasons)})
+            if found:
+                debug = LOG.isEnabledFor(std_logging.DEBUG)
+                for host_state in hosts:
+                    reasons = list(found.get(id(host_state)) or ())
+                    if reasons:
+                        rejected[host_state] = reasons
+                        if debug:
+                            LOG.debug("%(host)s rejected by %(filter)s: "
+                                      "%(reason)s",
+                                      {"host": host_state, "filter": name,
+                                       "reason": decisions.summarize(
+                                           reasons)})
         except Exception:
             LOG.exception("%s failed; passing every host", name)
             return hosts
-        passed = [h for h in hosts if h not in rejected]
+        passed = ([h for h in hosts if h not in rejected] if rejected
+                  else hosts)
         try:
             summary.record(name, spec_obj, len(hosts), len(passed), rejected)
         except Exception:

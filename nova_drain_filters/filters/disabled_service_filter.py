@@ -11,10 +11,15 @@
 # under the License.
 
 """DisabledServiceFilter: reject hosts whose nova-compute service is unusable."""
+from collections.abc import Sequence
 from typing import Any
+
+from oslo_log import log as logging
 
 from nova_drain_filters import decisions
 from nova_drain_filters.filters import base
+
+LOG = logging.getLogger(__name__)
 
 
 class DisabledServiceFilter(base.DrainFilter):
@@ -22,6 +27,32 @@ class DisabledServiceFilter(base.DrainFilter):
 
     # RUN_ON_REBUILD = False and run_filter_once_per_request = True are
     # inherited from DrainFilter, which says why.
+
+    def rejections(
+        self, hosts: Sequence[Any], spec_obj: Any
+    ) -> base.Rejections:
+        """A healthy host costs three dict reads and two comparisons.
+
+        Only a host that fails the fast check (or whose heartbeat the fast
+        check cannot judge) goes through ``decisions.service_reasons``.
+        """
+        is_up = base.UpCheck(self.servicegroup_api)
+        found: base.Rejections = {}
+        for host_state in hosts:
+            service = base.plain(host_state.service)
+            try:
+                if service and not service.get("disabled") and not (
+                        service.get("forced_down")) and is_up(service):
+                    continue
+                reasons = self.host_reasons(host_state, spec_obj)
+            except Exception:
+                LOG.exception("%(filter)s failed on %(host)s; passing it",
+                              {"filter": type(self).__name__,
+                               "host": host_state})
+                continue
+            if reasons:
+                found[id(host_state)] = reasons
+        return found
 
     def host_reasons(
         self, host_state: Any, spec_obj: Any

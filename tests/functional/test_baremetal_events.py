@@ -45,6 +45,14 @@ class EventModeTestBase(scheduling.BaremetalTestBase):
         self.wait_until("the listener settles", lambda: self.events.settled,
                         timeout=60)
 
+    def wait_for_first_listing(self) -> None:
+        # With a 600 s interval the next listing is far off; no node here is
+        # deleted before the start, so any trusted listing will do. The
+        # listener lists once more when it first connects (setUp waits for
+        # that below).
+        self.wait_until("a first listing",
+                        lambda: self.drain.view.trusted() is not None)
+
     def ironic_extra_config(self) -> dict[str, dict[str, str | int | bool]]:
         return rabbitmq_server.ironic_notification_config(
             self.broker.transport_url)

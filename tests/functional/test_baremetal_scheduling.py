@@ -54,11 +54,14 @@ class BaremetalTestBase(base.DrainTestBase):
         self.addCleanup(setattr, driver, "NODES", driver.NODES)
         driver.NODES = list(self.nodes.values())
         super().setUp()
-        # What the refresher does every interval; done once here so the
-        # first boot does not run on an empty (warming-up) view. Then start
-        # the refresher, as the first scheduling request would.
-        self.assertTrue(self.drain.view.refresh())
-        self.drain.view.ensure_running()
+        self.wait_for_first_listing()
+
+    def wait_for_first_listing(self) -> None:
+        """Nova started the refresher when it loaded the filters. Wait for a
+        listing that started after the compute node records were written,
+        so that the node deleted from Ironic counts as known before it.
+        """
+        self.wait_for_refresh_after(time.monotonic())
 
     def _prepare(self, name: str, how: str) -> str:
         node = self.ironic.make_available_node(name=name)

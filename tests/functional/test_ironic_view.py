@@ -112,6 +112,9 @@ class RealIronicViewTest(ViewTestBase):
     def test_deleted_node_turns_stale(self) -> None:
         node = self.available("doomed")
         self.view.seen(node)
+        # An empty listing is never believed (ironic_missing_max_fraction):
+        # Nova knows another node, which Ironic still lists.
+        self.view.seen(self.available("keeper"))
         self.assertTrue(self.view.refresh())
         self.assertIsNone(self.view.missing_reason(node))
         self.ironic.delete_node(node)
@@ -122,6 +125,15 @@ class RealIronicViewTest(ViewTestBase):
         # Not in the snapshot, so the availability filter leaves it to the
         # stale rule.
         self.assertEqual([], self.reasons(node))
+
+    def test_empty_listing_is_not_believed(self) -> None:
+        node = self.available("doomed")
+        self.view.seen(node)
+        self.assertTrue(self.view.refresh())
+        self.ironic.delete_node(node)
+        self.clock.now += 1
+        self.assertTrue(self.view.refresh())
+        self.assertIsNone(self.view.missing_reason(node))
 
     def test_new_enrolment_is_not_called_missing(self) -> None:
         self.assertTrue(self.view.refresh())

@@ -14,6 +14,7 @@
 import threading
 from collections.abc import Callable
 from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import Any
 
 from nova_drain_filters import decisions
@@ -64,6 +65,12 @@ class FakeIronicClient:
         if self.error is not None:
             raise self.error
         return list(self.nodes)
+
+    def iter_node_pages(
+        self, page_size: int
+    ) -> Iterator[list[decisions.IronicNodeFacts]]:
+        """The whole listing as one page (what the Ironic view reads)."""
+        yield self.list_nodes(page_size)
 
 
 class FakeSyncIronic(FakeIronicClient):

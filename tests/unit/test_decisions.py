@@ -290,6 +290,12 @@ class ListingVerdictTest(testtools.TestCase):
             self.assertEqual(trusted, got.trusted, (known, listed, fraction))
             self.assertEqual(known - listed, got.missing)
 
+    def test_one_known_node_gone_from_a_listing_of_others(self) -> None:
+        # Not an empty listing: one missing node is believed.
+        got = decisions.listing_verdict(["a"], ["b", "c"], 0.1)
+        self.assertEqual((1, 1, 2), (got.missing, got.allowed, got.listed))
+        self.assertTrue(got.trusted)
+
     def test_extra_listed_nodes_do_not_count(self) -> None:
         got = decisions.listing_verdict(["a", "b"], ["a", "b", "new"], 0.1)
         self.assertEqual(0, got.missing)

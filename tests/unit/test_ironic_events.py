@@ -94,6 +94,23 @@ class TestApply(ListenerTestCase):
         self.assertEqual(decisions.ReasonCode.IRONIC_NODE_MISSING,
                          reason.code if reason else None)
 
+    def test_delete_event_is_believed_for_a_node_first_seen_later(
+            self) -> None:
+        # The scheduler sees the node only after the listing started, so a
+        # listing's gap would wait a refresh (maybe a new enrolment); a
+        # delete event is no guess.
+        self.clock.advance(1)
+        self.view.seen(NODE)
+        self.listener.apply(self.event("baremetal.node.delete.end",
+                                       deleted=True))
+        reason = self.view.missing_reason(NODE)
+        self.assertEqual(decisions.ReasonCode.IRONIC_NODE_MISSING,
+                         reason.code if reason else None)
+        # Listed again (enrolled anew with that UUID): no longer missing.
+        self.clock.advance(1)
+        self.assertTrue(self.view.refresh())
+        self.assertIsNone(self.view.missing_reason(NODE))
+
     def test_not_found_on_a_known_node_marks_it_deleted(self) -> None:
         self.client.nodes.pop(0)
         self.listener.apply(self.event("baremetal.node.update.end"))

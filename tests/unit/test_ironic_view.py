@@ -12,10 +12,7 @@
 
 """IronicView: the cached snapshot, its failure policy and its thread."""
 import datetime
-import os
 import threading
-
-import fixtures
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
@@ -134,12 +131,17 @@ class TestAvailabilityReasons(ViewTestCase):
     def test_trusted_and_unlisted_passes(self) -> None:
         self.mode(drain_conf.FAIL_REJECT)
         self.view.refresh()
+        self.view.observe(["clean", "free", "new-node"])
         self.assertEqual([], self.view.availability_reasons("new-node"))
 
-    def test_no_snapshot_no_failure_passes(self) -> None:
+    def test_no_snapshot_yet_is_the_failure_policy(self) -> None:
+        # No warm-up pass: without a listing nothing is known about a node.
         self.mode(drain_conf.FAIL_REJECT)
+        self.assertEqual([RC.BAREMETAL_UNKNOWN], [
+            r.code for r in self.view.availability_reasons("clean")])
+        self.mode(drain_conf.FAIL_PASS)
         self.assertEqual([], self.view.availability_reasons("clean"))
-        self.assertEqual([], self.policy_lines())
+        self.assertEqual(1, len(self.policy_lines()))
 
     def test_failure_within_max_age_uses_the_snapshot(self) -> None:
         self.mode(drain_conf.FAIL_REJECT)
@@ -209,6 +211,11 @@ class TestAvailabilityReasons(ViewTestCase):
 
 
 class TestMissingReason(ViewTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        # Nova knows the listed nodes too: one unlisted node is believed.
+        self.view.observe(["clean", "free"])
+
     def refresh_later(self) -> None:
         self.clock.advance(5)
         self.assertIs(True, self.view.refresh())
@@ -235,6 +242,8 @@ class TestMissingReason(ViewTestCase):
         self.assertIsNone(self.view.missing_reason("new"))
 
     def test_record_older_than_the_listing(self) -> None:
+        self.conf.config(group="drain_filters",
+                         ironic_missing_max_fraction=1.0)
         self.refresh_later()
         hour = datetime.timedelta(hours=1)
         aware = datetime.datetime.now(UTC) - hour
@@ -257,62 +266,3 @@ class TestMissingReason(ViewTestCase):
         self.clock.advance(121)
         self.fail_refresh()
         self.assertIsNone(self.view.missing_reason("gone", old))
-
-
-class TestThread(ViewTestCase):
-    def start(self, view: ironic_view.IronicView) -> threading.Thread:
-        before = set(threading.enumerate())
-        view.ensure_running()
-        new = [t for t in threading.enumerate() if t not in before]
-        self.assertEqual([THREAD], [t.name for t in new])
-        self.addCleanup(new[0].join, 10)
-        self.addCleanup(view.stop)  # runs before the join
-        return new[0]
-
-    def test_one_thread(self) -> None:
-        thread = self.start(self.view)
-        self.assertTrue(thread.daemon)
-        self.assertTrue(self.client.entered.wait(10))
-        before = set(threading.enumerate())
-        self.view.ensure_running()
-        self.assertEqual(before, set(threading.enumerate()))
-        self.assertEqual(1, len(self.client.page_sizes))
-
-    def test_stop(self) -> None:
-        self.view.stop()  # nothing to stop yet
-        thread = self.start(self.view)
-        self.assertTrue(self.client.entered.wait(10))
-        self.view.stop()
-        self.assertFalse(thread.is_alive())
-        self.assertIsNotNone(self.view.trusted())
-        again = self.start(self.view)
-        self.assertIsNot(thread, again)
-
-    def test_restart_after_fork(self) -> None:
-        first = self.start(self.view)
-        self.useFixture(fixtures.MockPatch(
-            "nova_drain_filters.ironic_view.os.getpid",
-            return_value=os.getpid() + 1))
-        second = self.start(self.view)
-        self.assertIsNot(first, second)
-        before = set(threading.enumerate())
-        self.view.ensure_running()
-        self.assertEqual(before, set(threading.enumerate()))
-        self.view.stop()
-        first.join(10)
-        self.assertFalse(first.is_alive() or second.is_alive())
-
-    def test_set_view_stops_the_old_view(self) -> None:
-        self.addCleanup(ironic_view.set_view, ironic_view.set_view(None))
-        fresh = ironic_view.get_view()
-        self.assertIsInstance(fresh, ironic_view.IronicView)
-        self.assertIs(fresh, ironic_view.get_view())
-        self.assertIs(fresh, ironic_view.set_view(self.view))
-        thread = self.start(self.view)
-        self.assertIs(self.view, ironic_view.set_view(self.view))
-        self.assertTrue(thread.is_alive())
-        other = self.new_view()
-        self.assertIs(self.view, ironic_view.set_view(other))
-        thread.join(10)
-        self.assertFalse(thread.is_alive())
-        self.assertIs(other, ironic_view.get_view())

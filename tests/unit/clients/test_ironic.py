@@ -17,6 +17,8 @@ from urllib import parse
 
 import ddt
 import testtools
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import session as ks_session
 
 from nova_drain_filters import traits
 from nova_drain_filters.clients import http
@@ -344,3 +346,41 @@ class TestGetNode(IronicTestCase):
         self.mock.get(f"{NODES}/{NODE}", json=["not", "a", "node"])
         exc = self.assertRaises(http.ApiError, self.client.get_node, NODE)
         self.assertIn("malformed node", exc.message)
+
+
+class TestReadTimeout(IronicTestCase):
+    def timeouts(self) -> list[Any]:
+        return [r.timeout for r in self.mock.request_history]
+
+    def client_with(self, session_timeout: float | None,
+                    default: float | None) -> ironic.IronicClient:
+        adapter = ks_adapter.Adapter(
+            ks_session.Session(timeout=session_timeout),
+            endpoint_override=ENDPOINT, service_type="baremetal")
+        return ironic.IronicClient(adapter, default_timeout=default)
+
+    def test_unbounded_without_a_default(self) -> None:
+        # Issue 14 item 5: with [ironic] timeout unset, keystoneauth sends
+        # no timeout and a hung Ironic hangs the refresher.
+        self.serve([page(uuids(1), False)])
+        client = self.client_with(None, None)
+        client.list_nodes(10)
+        # Every request, the version check too.
+        self.assertEqual([None] * (fakes.VERSION_CHECK + 1), self.timeouts())
+        self.assertIsNone(client.read_timeout)
+
+    def test_default_bounds_an_unset_timeout(self) -> None:
+        self.serve([page(uuids(1), False)])
+        client = self.client_with(None, ironic.DEFAULT_READ_TIMEOUT)
+        client.list_nodes(10)
+        # Every request, the version check too.
+        self.assertEqual([30.0] * (fakes.VERSION_CHECK + 1), self.timeouts())
+        self.assertEqual(30.0, client.read_timeout)
+
+    def test_the_operators_timeout_wins(self) -> None:
+        self.serve([page(uuids(1), False)])
+        client = self.client_with(7, ironic.DEFAULT_READ_TIMEOUT)
+        client.list_nodes(10)
+        # Every request, the version check too.
+        self.assertEqual([7.0] * (fakes.VERSION_CHECK + 1), self.timeouts())
+        self.assertEqual(7.0, client.read_timeout)

@@ -74,9 +74,22 @@ class FakeIronicView:
         self.missing: dict[str, object] = {}
         self.asked: list[tuple[object, ...]] = []
         self.error: Exception | None = None
+        #: What trusted() returns: None, or an object with ``nodes`` and
+        #: ``unusable`` like ironic_view.Snapshot.
+        self.snapshot: object = None
+        self.observed: list[str] = []
 
     def ensure_running(self) -> None:
         self.started += 1
+
+    def wait_until_ready(self) -> None:
+        self.ensure_running()
+
+    def trusted(self) -> object:
+        return self.snapshot
+
+    def observe(self, node_uuids: object) -> None:
+        self.observed.extend(node_uuids)  # type: ignore[call-overload]
 
     def availability_reasons(self, node_uuid: str) -> list[object]:
         self.asked.append((node_uuid,))

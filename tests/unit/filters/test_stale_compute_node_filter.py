@@ -10,6 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import types
+
 import fixtures
 
 from nova_drain_filters import decisions
@@ -98,12 +100,22 @@ class TestStaleComputeNodeFilter(helpers.ViewFilterTestCase):
         kvm = self.host("h1")
         self.view.missing["node-gone"] = decisions.Reason(
             RC.IRONIC_NODE_MISSING, "node-gone")
+        self.view.snapshot = types.SimpleNamespace(nodes={"node-here": None})
         spec = self.spec()
         self.assertEqual([here, kvm],
                          self.filt.filter_all([gone, here, kvm], spec))
         self.assertEqual(1, self.view.started)
-        self.assertEqual({("node-gone", gone.updated),
-                          ("node-here", here.updated)}, set(self.view.asked))
+        # The listed node took the fast path; only the unlisted one is asked.
+        self.assertEqual([("node-gone", gone.updated)], self.view.asked)
+        self.assertEqual(["node-gone", "node-here"], self.view.observed)
+
+    def test_no_trusted_snapshot_asks_nothing(self) -> None:
+        gone = helpers.ironic_host("node-gone")
+        self.view.missing["node-gone"] = decisions.Reason(
+            RC.IRONIC_NODE_MISSING, "node-gone")
+        self.assertEqual([gone], self.filt.filter_all([gone], self.spec()))
+        self.assertEqual([], self.view.asked)
+        self.assertEqual(["node-gone"], self.view.observed)
 
     def test_service_is_up_stubbed(self) -> None:
         a = self.host("h1", nodename="n", updated=helpers.ago(5))
