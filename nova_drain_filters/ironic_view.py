@@ -27,8 +27,6 @@ Ironic nodes Nova knows (``ironic_missing_max_fraction``) is not believed
 about missing nodes either. Nothing from Ironic is ever raised into the
 scheduler.
 """
-import copy
-import dataclasses
 import datetime
 import threading
 import time
@@ -43,11 +41,15 @@ from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
 from nova_drain_filters import ironic_credentials
 from nova_drain_filters import ironic_refresher
+from nova_drain_filters import ironic_snapshot
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import ironic
 
 if TYPE_CHECKING:
     from nova_drain_filters import ironic_events
+
+#: The snapshot type, here too for callers and tests that knew it here.
+Snapshot = ironic_snapshot.Snapshot
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
@@ -57,59 +59,6 @@ CONF = cfg.CONF
 KNOWN_WINDOW = 3600.0
 
 
-@dataclasses.dataclass(frozen=True)
-class Snapshot:
-    """All Ironic nodes as one refresh saw them."""
-
-    nodes: dict[str, decisions.IronicNodeFacts]
-    #: Monotonic time the listing started: a node Nova knew before this
-    #: moment and that is not listed was deleted from Ironic.
-    started_at: float
-    finished_at: float
-    requests: int
-    #: Wall-clock time the listing started, to compare with record times.
-    started_wall: datetime.datetime
-    #: The reasons of every node that cannot take an instance, worked out
-    #: once per refresh (in the refresher thread) so that a filter's
-    #: healthy host costs one lookup.
-    unusable: dict[str, list[decisions.Reason]] = dataclasses.field(
-        init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        unusable = {}
-        for uuid, node in self.nodes.items():
-            reasons = decisions.baremetal_reasons(node)
-            if reasons:
-                unusable[uuid] = reasons
-        object.__setattr__(self, "unusable", unusable)
-
-    def patched(
-        self, changes: dict[str, decisions.IronicNodeFacts | None]
-    ) -> "Snapshot":
-        """A copy with nodes replaced (facts) or removed (None).
-
-        Copy on write, so a reader holding the old snapshot keeps a
-        consistent one; only the changed nodes' reasons are worked out
-        again, so an event costs the same however many nodes there are.
-        """
-        if not changes:
-            return self
-        nodes, unusable = dict(self.nodes), dict(self.unusable)
-        for uuid, facts in changes.items():
-            unusable.pop(uuid, None)
-            if facts is None:
-                nodes.pop(uuid, None)
-                continue
-            nodes[uuid] = facts
-            reasons = decisions.baremetal_reasons(facts)
-            if reasons:
-                unusable[uuid] = reasons
-        new = copy.copy(self)  # no __post_init__: nothing is listed again
-        object.__setattr__(new, "nodes", nodes)
-        object.__setattr__(new, "unusable", unusable)
-        return new
-
-
 def _default_client() -> ironic.IronicClient:
     # The [ironic] section Nova's Ironic driver uses (nova/conf/ironic.py).
     return ironic.IronicClient(
@@ -117,7 +66,7 @@ def _default_client() -> ironic.IronicClient:
         default_timeout=ironic.DEFAULT_READ_TIMEOUT)
 
 
-class IronicView(ironic_refresher.Refresher):
+class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
     """The latest trusted snapshot, its refresher and its failure state."""
 
     def __init__(
@@ -125,10 +74,10 @@ class IronicView(ironic_refresher.Refresher):
         client_factory: Callable[[], ironic.IronicClient] = _default_client,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(clock)
+        ironic_refresher.Refresher.__init__(self, clock)
+        ironic_snapshot.Patches.__init__(self)
         self._client_factory = client_factory
         self._client: ironic.IronicClient | None = None
-        self._snapshot: Snapshot | None = None
         self._first_seen: dict[str, float] = {}
         #: Ironic node UUIDs requests offered: this window and the last.
         self._known: set[str] = set()
@@ -142,15 +91,7 @@ class IronicView(ironic_refresher.Refresher):
         #: The last refresh error, None after a success.
         self.last_error: str | None = None
         self.refreshes = 0
-        #: Event mode: node uuid -> (read at, facts or None if deleted),
-        #: replayed over a listing that started before the read.
-        self._event_changes: dict[
-            str, tuple[float, decisions.IronicNodeFacts | None]] = {}
-        self._event_lock = threading.Lock()
         self._events: ironic_events.EventListener | None = None
-        #: Nodes a delete event named: missing without the known-before
-        #: rule, which only tells a listing's gaps from new enrolments.
-        self._deleted: set[str] = set()
 
     # refreshing ----------------------------------------------------------
 
@@ -396,52 +337,6 @@ class IronicView(ironic_refresher.Refresher):
 
 
     # event mode (nova_drain_filters/ironic_events.py) ----------------------
-
-    def update_node(self, facts: decisions.IronicNodeFacts,
-                    read_at: float) -> bool:
-        """Put one node, read at ``read_at`` (view clock), in the snapshot.
-
-        False if there is no snapshot yet; the change is kept and applied
-        over the first listing if that started before the read.
-        """
-        return self._record_event(facts.uuid, facts, read_at)
-
-    def mark_deleted(self, node_uuid: str, at: float) -> bool:
-        """Take a node Ironic deleted out of the snapshot: it is missing."""
-        return self._record_event(node_uuid, None, at)
-
-    def _record_event(self, node_uuid: str,
-                      facts: decisions.IronicNodeFacts | None,
-                      at: float) -> bool:
-        with self._event_lock:
-            known = self._event_changes.get(node_uuid)
-            if known is not None and known[0] > at:
-                return False  # an even newer read is already in
-            self._event_changes[node_uuid] = (at, facts)
-            if facts is None:
-                self._deleted.add(node_uuid)
-            else:
-                self._deleted.discard(node_uuid)
-            snap = self._snapshot
-            if snap is None:
-                return False
-            self._snapshot = snap.patched({node_uuid: facts})
-            return True
-
-    def _install(self, snap: Snapshot) -> None:
-        """Swap a new listing in, keeping what events read after it began.
-
-        A listing takes a while; a node re-read after the listing started
-        is newer than the listing's copy of it.
-        """
-        with self._event_lock:
-            self._event_changes = {
-                uuid: change for uuid, change in self._event_changes.items()
-                if change[0] >= snap.started_at}
-            self._deleted -= snap.nodes.keys()
-            self._snapshot = snap.patched({
-                uuid: facts for uuid, (_, facts)
-                in self._event_changes.items()})
 
     def _start_events(self) -> None:
         """Start the notification listener beside the refresher, if enabled.

@@ -1,0 +1,82 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""The ``[drain_filters]`` options, documented where they are declared.
+
+The filters run inside ``nova-scheduler``, so these options live in
+``nova.conf``. Placement and Ironic are reached with the ``[placement]`` and
+``[ironic]`` sections Nova already has; nothing is configured twice.
+
+Declared in one module per part, as ``nova/conf`` does: ``filters``,
+``baremetal`` and ``notifications``; ``validation`` checks them all.
+"""
+from collections.abc import Iterable
+
+from oslo_config import cfg
+
+from nova_drain_filters.conf import validation
+from nova_drain_filters.conf.baremetal import FAIL_PASS
+from nova_drain_filters.conf.baremetal import FAIL_REJECT
+from nova_drain_filters.conf.baremetal import baremetal_opts
+from nova_drain_filters.conf.filters import filter_opts
+from nova_drain_filters.conf.notifications import notification_opts
+from nova_drain_filters.conf.validation import NUMBER_CEILING
+from nova_drain_filters.conf.validation import ConfigError
+
+__all__ = ["FAIL_PASS", "FAIL_REJECT", "GROUP", "NUMBER_CEILING",
+           "ConfigError", "drain_group", "list_opts", "register_opts",
+           "validate"]
+
+GROUP = "drain_filters"
+
+drain_group = cfg.OptGroup(
+    GROUP,
+    title="nova-drain-filters options",
+    help="""
+Options for the nova-drain-filters scheduler filters and placement pre-filter.
+
+Enable the filters in ``[filter_scheduler]``::
+
+    available_filters = nova.scheduler.filters.all_filters
+    available_filters = nova_drain_filters.filters.all_filters
+    enabled_filters = ...,DisabledServiceFilter,StaleComputeNodeFilter,
+                      BaremetalAvailabilityFilter
+""",
+)
+
+ALL_OPTS = filter_opts + baremetal_opts + notification_opts
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    """Register the ``[drain_filters]`` options on ``conf`` (idempotent)."""
+    conf.register_group(drain_group)
+    conf.register_opts(ALL_OPTS, group=drain_group)
+
+
+def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
+    """Return the options for ``oslo-config-generator``."""
+    return [(drain_group, list(ALL_OPTS))]
+
+
+def _all_opts() -> Iterable[cfg.Opt]:
+    for _group, opts in list_opts():
+        yield from opts
+
+
+def validate(conf: cfg.ConfigOpts) -> None:
+    """Raise ConfigError naming the first bad option (``validation``)."""
+    validation.validate(conf, GROUP, _all_opts())
+
+
+#: For tests and callers that check one value by its declaration.
+_check_value = validation.check_value

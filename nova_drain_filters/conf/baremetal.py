@@ -1,0 +1,187 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Options of the cached Ironic view the baremetal rules read."""
+
+from oslo_config import cfg
+
+FAIL_PASS = "pass"
+FAIL_REJECT = "reject"
+
+baremetal_opts = [
+    cfg.IntOpt(
+        "baremetal_refresh_interval",
+        default=15,
+        min=1,
+        max=3600,
+        help="""
+Seconds between two refreshes of the scheduler's snapshot of Ironic nodes.
+
+A background thread in each scheduler process lists all Ironic nodes (one
+request per ``baremetal_page_size`` nodes) and swaps in the new snapshot;
+``BaremetalAvailabilityFilter`` and ``StaleComputeNodeFilter`` only read it,
+so scheduling never waits on Ironic. Nova itself learns of a node that went
+to cleaning or maintenance only on nova-compute's periodic resource update,
+which with hundreds of nodes per service takes minutes; keep this well
+below that.
+
+Possible values:
+
+* A number of seconds from 1 to 3600.
+
+Related options:
+
+* ``baremetal_max_snapshot_age``
+* ``baremetal_startup_wait``
+* ``baremetal_page_size``
+* The ``[ironic]`` section: how to reach Ironic (auth, endpoint, TLS,
+  ``timeout``), shared with Nova's Ironic driver.
+""",
+    ),
+    cfg.IntOpt(
+        "baremetal_max_snapshot_age",
+        default=120,
+        min=1,
+        max=86400,
+        help="""
+How old, in seconds, the Ironic snapshot may get before it is not trusted.
+
+While refreshes fail (Ironic down, timing out, answering 5xx or garbage) the
+filters keep deciding on the last good snapshot up to this age; after that,
+``baremetal_failure_mode`` applies. Must not be smaller than
+``baremetal_refresh_interval``.
+
+Possible values:
+
+* A number of seconds, at least ``baremetal_refresh_interval`` and at
+  most 86400 (a day).
+
+Related options:
+
+* ``baremetal_failure_mode``
+""",
+    ),
+    cfg.IntOpt(
+        "baremetal_startup_wait",
+        default=20,
+        min=0,
+        max=50,
+        help="""
+How long, in seconds, a scheduling request waits for the first Ironic
+listing of a scheduler process that has none yet.
+
+The refresher starts when Nova loads the filters, and again in each worker
+process Nova forks. A request that arrives before that process's first
+listing has finished waits for it, but no longer than this many seconds
+after the refresher started; then ``baremetal_failure_mode`` applies and an
+error is logged once. Without the wait, the first requests after a restart
+would pass every node unchecked. Keep it well below ``[DEFAULT]
+rpc_response_timeout`` (60 by default), the time the conductor gives the
+scheduler to answer.
+
+Possible values:
+
+* 0: never wait; the failure policy applies until the first listing.
+* A number of seconds up to 50. The first listing of 10,000 nodes takes
+  11 requests, a few seconds on a healthy Ironic.
+
+Related options:
+
+* ``baremetal_failure_mode``
+* ``baremetal_refresh_interval``
+""",
+    ),
+    cfg.StrOpt(
+        "baremetal_failure_mode",
+        default=FAIL_PASS,
+        choices=[
+            (FAIL_PASS, "Pass every Ironic host; log an error once per "
+                        "refresh interval."),
+            (FAIL_REJECT, "Reject every Ironic host until Ironic answers."),
+        ],
+        help="""
+What the baremetal filters do without a trustworthy Ironic snapshot.
+
+That is: no listing yet after ``baremetal_startup_wait``, a snapshot older
+than ``baremetal_max_snapshot_age``, or, for the nodes a listing lacks, a
+listing that lacks more than ``ironic_missing_max_fraction`` of the Ironic
+nodes Nova knows.
+
+``pass`` (the default) falls back to what Nova does without these filters:
+a node that cannot be used still fails at build time on nova-compute and the
+build is rescheduled. ``reject`` would turn an Ironic API outage, which need
+not stop nodes from deploying, into ``NoValidHost`` for every baremetal boot,
+so it suits only clouds that prefer no build to a failed one.
+
+Possible values:
+
+* ``pass``: every Ironic host passes; an error is logged once per interval.
+* ``reject``: every Ironic host is rejected with a ``baremetal state
+  unknown`` reason.
+
+Related options:
+
+* ``baremetal_max_snapshot_age``
+* ``baremetal_startup_wait``
+* ``ironic_missing_max_fraction``
+""",
+    ),
+    cfg.FloatOpt(
+        "ironic_missing_max_fraction",
+        default=0.1,
+        min=0.0,
+        max=1.0,
+        help="""
+The largest share of Nova's Ironic compute nodes an Ironic listing may lack
+and still be believed about deleted nodes.
+
+A listing that lacks a node Nova knows says that node was deleted from
+Ironic. But credentials that see only their own nodes (Ironic filters by
+owner or lessee for project-scoped tokens) or a missing conductor group give
+a listing that looks complete and is not. If a listing lacks more than this
+share of the Ironic compute nodes Nova knows (and always when it is empty
+while Nova knows some), it is not trusted: the filters apply
+``baremetal_failure_mode``, the trait sync and ``openstack drain stale``
+refuse to call those nodes missing, and the counts are logged. One missing
+node is always believed, so a small cloud can still lose a node.
+
+Use credentials that see every node: a system-scoped or admin token.
+
+Possible values:
+
+* A fraction from 0.0 to 1.0. 0.0 believes a single missing node only;
+  1.0 believes any listing that is not empty.
+
+Related options:
+
+* ``baremetal_failure_mode``
+* The ``[ironic]`` section: the credentials the listing uses.
+""",
+    ),
+    cfg.IntOpt(
+        "baremetal_page_size",
+        default=1000,
+        min=1,
+        help="""
+Nodes asked for per ``GET /v1/nodes`` request when refreshing the snapshot.
+
+Ironic caps it at its own ``[api] max_limit`` (1000 by default); the refresh
+follows Ironic's ``next`` links, so a larger value is harmless. N nodes take
+N // page + 1 requests (Ironic links one more, empty, page after a full
+one): 2,000 nodes take 3, 10,000 take 11.
+
+Possible values:
+
+* A positive number of nodes.
+""",
+    ),
+]

@@ -1,0 +1,148 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Options of event mode: Ironic's notifications keep the view current.
+
+Read by ``nova_drain_filters/ironic_events.py``.
+"""
+
+from oslo_config import cfg
+
+_AMQP_NAME = r"^[A-Za-z0-9_.:-]+$"
+
+notification_opts = [
+    cfg.BoolOpt(
+        "baremetal_notifications",
+        default=False,
+        help="""
+Keep the Ironic snapshot current from Ironic's versioned notifications.
+
+Each scheduler process (each forked worker too) listens on the message bus
+in a pool of its own, so every process hears every event. An event about a
+node makes the process re-read that one node (``GET /v1/nodes/{uuid}``)
+and update its snapshot at once; a ``delete`` event marks the node missing.
+The filters still only read the snapshot while scheduling.
+
+The full listing of ``baremetal_refresh_interval`` stays as a
+reconciliation; with this on, set it long (600 seconds), so that Ironic's
+load no longer grows with the number of scheduler workers. If the broker
+cannot be reached, the process polls Ironic every
+``baremetal_notifications_fallback_interval`` seconds until it can.
+
+Ironic must publish: in ``ironic.conf``, ``[DEFAULT] notification_level =
+info`` and ``[oslo_messaging_notifications] driver = messagingv2`` with a
+``transport_url`` on the same broker as ``baremetal_notifications_url``.
+
+Possible values:
+
+* True: listen to Ironic's notifications; poll only as a reconciliation.
+* False: poll Ironic every ``baremetal_refresh_interval`` seconds.
+
+Related options:
+
+* ``baremetal_notifications_url``
+* ``baremetal_notifications_topic``
+* ``baremetal_notifications_exchange``
+* ``baremetal_notifications_fallback_interval``
+* ``baremetal_refresh_interval``
+* ``baremetal_max_snapshot_age``
+""",
+    ),
+    cfg.StrOpt(
+        "baremetal_notifications_url",
+        secret=True,
+        help="""
+The oslo.messaging transport URL of the broker Ironic publishes to.
+
+Unset, the URL of Nova's own notifications is used: ``[oslo_messaging_notifications]
+transport_url``, then ``[DEFAULT] transport_url``. Set it when Ironic
+publishes to another broker or virtual host than Nova's.
+
+Possible values:
+
+* Unset: use Nova's notification transport.
+* A transport URL such as ``rabbit://user:password@host:5672/vhost``.
+
+Related options:
+
+* ``baremetal_notifications``
+* ``[oslo_messaging_notifications] transport_url``
+* ``[oslo_messaging_rabbit]``: TLS, heartbeat and retry settings of the
+  connection.
+""",
+    ),
+    cfg.StrOpt(
+        "baremetal_notifications_topic",
+        default="ironic_versioned_notifications",
+        regex=_AMQP_NAME,
+        max_length=255,
+        help="""
+The topic Ironic publishes its versioned notifications on.
+
+It must be one of Ironic's ``[DEFAULT] versioned_notifications_topics``.
+The listener consumes ``<topic>.info``, ``<topic>.warn`` and
+``<topic>.error``.
+
+Possible values:
+
+* A topic name (letters, digits, ``_.:-``).
+
+Related options:
+
+* ``baremetal_notifications_exchange``
+""",
+    ),
+    cfg.StrOpt(
+        "baremetal_notifications_exchange",
+        default="ironic",
+        regex=_AMQP_NAME,
+        max_length=255,
+        help="""
+The exchange Ironic's notifications are published to.
+
+Ironic's ``[DEFAULT] control_exchange`` (``ironic`` by default). Without it
+a listener binds to oslo.messaging's default exchange, ``openstack``, and
+hears nothing from Ironic.
+
+Possible values:
+
+* An exchange name (letters, digits, ``_.:-``).
+
+Related options:
+
+* ``baremetal_notifications_topic``
+""",
+    ),
+    cfg.IntOpt(
+        "baremetal_notifications_fallback_interval",
+        default=15,
+        min=1,
+        max=3600,
+        help="""
+Seconds between two listings of Ironic while the broker cannot be reached.
+
+When the listener loses its broker (or cannot reach it at start-up) it
+logs a warning once and lists Ironic this often, as without
+notifications, until the broker is back; then it logs once more, lists
+once to catch up on what it missed, and goes back to events.
+
+Possible values:
+
+* A number of seconds from 1 to 3600.
+
+Related options:
+
+* ``baremetal_notifications``
+* ``baremetal_refresh_interval``
+""",
+    ),
+]
