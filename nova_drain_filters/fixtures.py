@@ -18,7 +18,7 @@ HostManager is created)::
     class MyTest(integrated_helpers._IntegratedTestBase):
         def _setup_scheduler_service(self):
             self.useFixture(ndf_fixtures.DrainFilters(
-                placement=self.placement_fixture))
+                placement=nova_compat.placement_fixture(self)))
             return super()._setup_scheduler_service()
 
 Everything is undone at clean-up: options, the pre-filter in Nova's

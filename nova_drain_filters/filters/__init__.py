@@ -22,6 +22,7 @@ naming the option) and installs the placement pre-filter.
 from oslo_config import cfg
 
 from nova_drain_filters import conf as drain_conf
+from nova_drain_filters import nova_compat
 from nova_drain_filters import request_filter
 from nova_drain_filters.filters import summary
 from nova_drain_filters.filters.baremetal_availability_filter import (
@@ -46,5 +47,6 @@ __all__ = [cls.__name__ for cls in FILTER_CLASSES] + ["all_filters"]
 def all_filters() -> list[type]:
     """Return the filter classes; validate options; install the pre-filter."""
     drain_conf.validate(CONF)
+    nova_compat.log_gaps_once()
     request_filter.install_if_enabled(CONF)
     return list(FILTER_CLASSES)

@@ -16,13 +16,12 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
-from nova import servicegroup
 from nova.scheduler import filters
-from nova.scheduler import utils as scheduler_utils
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from nova_drain_filters import decisions
+from nova_drain_filters import nova_compat
 from nova_drain_filters.filters import summary
 
 LOG = logging.getLogger(__name__)
@@ -87,7 +86,7 @@ class DrainFilter(filters.BaseHostFilter):
     run_filter_once_per_request = True
 
     def __init__(self) -> None:
-        self.servicegroup_api = servicegroup.API()
+        self.servicegroup_api = nova_compat.servicegroup_api()
 
     def service_is_up(self, host_state: Any) -> bool:
         """Nova's own verdict (``nova/servicegroup/api.py`` service_is_up)."""
@@ -125,7 +124,7 @@ class DrainFilter(filters.BaseHostFilter):
         hosts = list(filter_obj_list)
         name = type(self).__name__
         try:
-            if not self.RUN_ON_REBUILD and scheduler_utils.request_is_rebuild(
+            if not self.RUN_ON_REBUILD and nova_compat.request_is_rebuild(
                 spec_obj
             ):
                 return hosts
