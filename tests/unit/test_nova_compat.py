@@ -21,6 +21,9 @@ from nova.scheduler import request_filter as nova_request_filter
 from nova.scheduler.client import report
 
 from nova_drain_filters import nova_compat
+from nova_drain_filters import request_filter
+from nova_drain_filters.filters import disabled_service_filter
+from tests.unit.filters import helpers
 
 objects.register_all()
 
@@ -179,3 +182,35 @@ class TestReleases(CompatTestCase):
             side_effect=metadata.PackageNotFoundError("nova")))
         self.assertIsNone(nova_compat.nova_version())
         self.assertIn("not installed", nova_compat.gaps()[0].why)
+
+
+class TestFiltersWithoutInternals(helpers.FilterTestCase):
+    """The call sites keep working when nova_compat degrades."""
+
+    def remove(self, name: str) -> None:
+        internal = nova_compat.INTERNALS[name]
+        self.useFixture(fixtures.MonkeyPatch(
+            f"{internal.module}.{internal.attribute}",
+            fixtures.MonkeyPatch.delete))
+
+    def test_service_filter_without_servicegroup(self) -> None:
+        self.remove("servicegroup")
+        filt = disabled_service_filter.DisabledServiceFilter()
+        hosts = [self.host("up"), self.host("off", disabled=True),
+                 self.host("silent", last_seen_up=helpers.ago(3600))]
+        passed = filt.filter_all(hosts, self.spec())
+        # Liveness is Nova's call; without it only flags are rejected.
+        self.assertEqual(["up", "silent"], [h.host for h in passed])
+
+    def test_rebuild_still_skipped_without_novas_helper(self) -> None:
+        self.remove("request_is_rebuild")
+        filt = disabled_service_filter.DisabledServiceFilter()
+        hosts = [self.host("off", disabled=True)]
+        self.assertEqual(hosts, filt.filter_all(hosts, self.spec(rebuild=True)))
+        self.assertEqual([], filt.filter_all(hosts, self.spec()))
+
+    def test_prefilter_install_without_novas_list(self) -> None:
+        self.remove("request_filters")
+        request_filter.install()
+        self.assertFalse(request_filter.uninstall())
+        self.assertFalse(hasattr(nova_request_filter, "ALL_REQUEST_FILTERS"))
