@@ -29,7 +29,10 @@ internal                       Nova 31, 32, 33, 34
 report client                  ``report_client_singleton()`` in all four
 functional harness             31, 32: the test keeps only
                                ``placement`` (the fixture's API client);
-                               33, 34: also ``placement_fixture``
+                               33, 34: also ``placement_fixture``.
+                               33: stopping a compute sleeps
+                               ``manager_shutdown_timeout`` (see
+                               :func:`config_fixture`)
 =============================  ===========================================
 
 Where an internal is missing (a Nova outside the range, or a backport
@@ -222,6 +225,51 @@ def placement_fixture(test: Any) -> Any:
     if fixture is None:
         fixture = test.placement.fixture
     return fixture
+
+
+def config_fixture(conf: Any) -> Any:
+    """An oslo.config ``Config`` fixture that undoes only its own changes.
+
+    oslo.config's fixture resets the whole ``conf`` on clean-up
+    (``ConfigOpts.reset`` unsets every default and override). Inside a Nova
+    test that also drops what Nova's ``ConfFixture`` set
+    (``nova/tests/fixtures/conf.py``), among them ``manager_shutdown_timeout
+    = 0``. On Nova 33, ``ComputeManager.graceful_shutdown``
+    (``nova/compute/manager.py``) then sleeps the real default, 160 s, as
+    each compute stops: minutes per test. This one restores each override
+    it replaced, unregisters its options and leaves the rest alone.
+    """
+    import fixtures
+    from oslo_config import fixture as oslo_fixture
+
+    class OwnChangesConfig(oslo_fixture.Config):
+        def setUp(self) -> None:
+            # Not Config.setUp, which registers conf.reset.
+            fixtures.Fixture.setUp(self)
+            self._registered_config_opts = {}
+            self._default_config_files = getattr(
+                self.conf, "default_config_files", None)
+            self._default_config_dirs = getattr(
+                self.conf, "default_config_dirs", None)
+            self.addCleanup(self._reset_default_config_files)
+            self.addCleanup(self._reset_default_config_dirs)
+            self.addCleanup(self._unregister_config_opts)
+            # What reset() did first, without unsetting anyone's defaults:
+            # unregistering needs the parsed arguments gone.
+            self.addCleanup(self.conf.clear)
+
+        def config(self, **kw: Any) -> None:
+            group = kw.pop("group", None)
+            for name, value in kw.items():
+                info = self.conf._get_opt_info(name, group)
+                if "override" in info:
+                    self.addCleanup(self.conf.set_override, name,
+                                    info["override"], group)
+                else:
+                    self.addCleanup(self.conf.clear_override, name, group)
+                self.conf.set_override(name, value, group)
+
+    return OwnChangesConfig(conf)
 
 
 @dataclasses.dataclass(frozen=True)
