@@ -35,10 +35,10 @@ from typing import Any
 import fixtures
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
-from oslo_config import fixture as config_fixture
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import ironic_view
+from nova_drain_filters import nova_compat
 from nova_drain_filters import request_filter
 from nova_drain_filters.filters import FILTER_CLASSES
 from nova_drain_filters.filters import summary
@@ -92,7 +92,7 @@ class PlacementAuth(fixtures.Fixture):
         self.token = token
 
     def _setUp(self) -> None:
-        fixture = self.useFixture(config_fixture.Config(CONF))
+        fixture = self.useFixture(nova_compat.config_fixture(CONF))
         fixture.register_opts(
             ks_loading.get_auth_plugin_conf_options("admin_token"),
             group="placement",
@@ -111,7 +111,7 @@ class IronicEndpoint(fixtures.Fixture):
         self.url = url
 
     def _setUp(self) -> None:
-        fixture = self.useFixture(config_fixture.Config(CONF))
+        fixture = self.useFixture(nova_compat.config_fixture(CONF))
         fixture.config(group="ironic", auth_type="none",
                        endpoint_override=self.url)
 
@@ -160,7 +160,7 @@ class DrainFilters(fixtures.Fixture):
     def _setUp(self) -> None:
         self.useFixture(NovaApiPaste())
         drain_conf.register_opts(CONF)
-        fixture = self.useFixture(config_fixture.Config(CONF))
+        fixture = self.useFixture(nova_compat.config_fixture(CONF))
         available = list(CONF.filter_scheduler.available_filters)
         if ALL_FILTERS not in available:
             available.append(ALL_FILTERS)

@@ -50,6 +50,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_drain_filters import conf as drain_conf
+from nova_drain_filters import nova_compat
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import placement
 from nova_drain_filters.filters import summary
@@ -336,9 +337,7 @@ def drain_traits_filter(ctxt: Any, request_spec: Any) -> bool:
 
 
 def _nova_filters() -> list[Callable[..., Any]]:
-    from nova.scheduler import request_filter as nova_request_filter
-
-    return nova_request_filter.ALL_REQUEST_FILTERS
+    return nova_compat.request_filters() or []
 
 
 def install() -> bool:

@@ -238,8 +238,7 @@ def build_case(run: Run) -> unittest.TestCase:
 
         def _setup_scheduler_service(self) -> Any:
             self.flags(enabled_filters=NOVA_FILTERS, group="filter_scheduler")
-            self.useFixture(ndf_fixtures.DrainFilters(
-                placement=self.placement_fixture, first=True))
+            self.useFixture(ndf_fixtures.DrainFilters(first=True))
             return super()._setup_scheduler_service()
 
         def _setup_compute_service(self) -> Any:

@@ -12,18 +12,64 @@
 # under the License.
 # The whole test suite: lint, types, the sample config, unit and functional
 # tests (Nova's harness, a real Ironic and a real placement, started by the
-# tests themselves). Extra arguments go to stestr as a test filter.
+# tests themselves) on the newest supported Nova, in .venv.
+#   --all-releases  then the functional suite again on every older supported
+#                   Nova (.venv-novaNN, built by tools/setup.sh), one summary
+#                   line per release. This is what CI runs.
+# Other arguments go to stestr as a test filter. The last line is always
+# "N passed, N failed, N skipped" over everything that ran.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-tools/setup.sh || exit $?
 
-# nova's harness looks for api-paste.ini under site-packages; the wheel puts
-# it under the environment's data directory.
-export OS_WSGI__API_PASTE_CONFIG="$PWD/.venv/etc/nova/api-paste.ini"
+# Kept in step with tools/setup.sh.
+OLDER_RELEASES="31 32 33"
+NEWEST=34
+declare -A SERIES=([31]=2025.1 [32]=2025.2 [33]=2026.1 [34]=2026.2)
+
+all_releases=0
+if [ "${1:-}" = "--all-releases" ]; then
+    all_releases=1
+    shift
+fi
+
 export PYTHONDONTWRITEBYTECODE=1
-
 rc=0
+total_passed=0 total_failed=0 total_skipped=0
+summaries=()
+
 step() { echo "== $*" >&2; "$@" || rc=1; }
+
+# run_suite VENV LOG TEST_PATH [filter...]: one stestr run; sets passed,
+# failed, skipped and run_rc, prints the result lines (and on failure the
+# rest of the output; service logs stay in LOG).
+run_suite() {
+    local venv=$1 log=$2 test_path=$3
+    shift 3
+    # nova's harness looks for api-paste.ini under site-packages; the wheel
+    # puts it under the environment's data directory.
+    OS_WSGI__API_PASTE_CONFIG="$PWD/$venv/etc/nova/api-paste.ini" \
+        "$venv/bin/stestr" --test-path "$test_path" run \
+        --concurrency "${NDF_CONCURRENCY:-2}" "$@" > "$log" 2>&1
+    run_rc=$?
+    grep -aE '^\{[0-9]+\} .* \.\.\. (ok|FAILED|SKIPPED)' "$log" | sed 's/^{[0-9]*} //'
+    if [ $run_rc -ne 0 ]; then
+        grep -avE '^\{[0-9]+\} .* \.\.\. ok' "$log" | tail -n 300
+    fi
+    local stats
+    stats=$("$venv/bin/stestr" last --subunit 2>/dev/null | "$venv/bin/subunit-stats" 2>/dev/null)
+    passed=$(awk '/^Passed tests:/ {print $3}' <<< "$stats")
+    failed=$(awk '/^Failed tests:/ {print $3}' <<< "$stats")
+    skipped=$(awk '/^Skipped tests:/ {print $3}' <<< "$stats")
+    passed=${passed:-0} failed=${failed:-0} skipped=${skipped:-0}
+    total_passed=$((total_passed + passed))
+    total_failed=$((total_failed + failed))
+    total_skipped=$((total_skipped + skipped))
+    if [ $run_rc -ne 0 ] || [ "$passed" -eq 0 ]; then rc=1; fi
+}
+
+start=$SECONDS
+tools/setup.sh || exit $?
+install_time=$((SECONDS - start))
 
 step .venv/bin/ruff check nova_drain_filters osc_plugin tests tools
 step .venv/bin/mypy nova_drain_filters osc_plugin
@@ -32,20 +78,29 @@ step .venv/bin/oslo-config-generator --namespace nova_drain_filters --output-fil
 grep -q '^\[drain_filters\]' "$sample" || { echo "genconfig: no [drain_filters] section" >&2; rc=1; }
 rm -f "$sample"
 
-echo "== stestr run" >&2
-.venv/bin/stestr --test-path ./tests run --concurrency "${NDF_CONCURRENCY:-2}" "$@" \
-    > .stestr-run.log 2>&1
-test_rc=$?
-# Only the result lines; the full output (service logs of failures) stays in
-# .stestr-run.log.
-grep -aE '^\{[0-9]+\} .* \.\.\. (ok|FAILED|SKIPPED)' .stestr-run.log | sed 's/^{[0-9]*} //'
-if [ $test_rc -ne 0 ]; then
-    grep -avE '^\{[0-9]+\} .* \.\.\. ok' .stestr-run.log | tail -n 300
+echo "== stestr run: unit and functional tests, Nova $NEWEST" >&2
+start=$SECONDS
+run_suite .venv .stestr-run.log ./tests "$@"
+summaries+=("Nova $NEWEST (${SERIES[$NEWEST]}) unit+functional: $passed passed, $failed failed, $skipped skipped; install ${install_time}s, tests $((SECONDS - start))s")
+
+if [ $all_releases -eq 1 ]; then
+    for release in $OLDER_RELEASES; do
+        echo "== Nova $release (${SERIES[$release]}): install, then the functional tests" >&2
+        start=$SECONDS
+        if ! tools/setup.sh --release "$release"; then
+            summaries+=("Nova $release (${SERIES[$release]}) functional: not installed (tools/setup.sh --release $release failed)")
+            rc=1
+            continue
+        fi
+        install_time=$((SECONDS - start))
+        start=$SECONDS
+        run_suite ".venv-nova$release" ".stestr-run-nova$release.log" ./tests/functional "$@"
+        summaries+=("Nova $release (${SERIES[$release]}) functional: $passed passed, $failed failed, $skipped skipped; install ${install_time}s, tests $((SECONDS - start))s")
+    done
 fi
-passed=$(.venv/bin/stestr last --subunit 2>/dev/null | .venv/bin/subunit-stats 2>/dev/null | awk '/^Passed tests:/ {print $3}')
-failed=$(.venv/bin/stestr last --subunit 2>/dev/null | .venv/bin/subunit-stats 2>/dev/null | awk '/^Failed tests:/ {print $3}')
-skipped=$(.venv/bin/stestr last --subunit 2>/dev/null | .venv/bin/subunit-stats 2>/dev/null | awk '/^Skipped tests:/ {print $3}')
-echo "${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped"
-[ $test_rc -eq 0 ] || rc=1
-if [ "${passed:-0}" -eq 0 ]; then echo "no test ran" >&2; rc=1; fi
+
+echo
+printf '%s\n' "${summaries[@]}"
+if [ "$total_passed" -eq 0 ]; then echo "no test ran" >&2; rc=1; fi
+echo "$total_passed passed, $total_failed failed, $total_skipped skipped"
 exit $rc

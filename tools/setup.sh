@@ -10,14 +10,23 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-# Make the two virtualenvs the tests and the demo need; quick when they exist.
-#   .venv         this project, Nova 34 (its functional harness), placement
-#   .venv-ironic  Ironic, run as a real server by the tests
-# Versions are pinned by tools/constraints.txt and tools/ironic-constraints.txt
-# (the sets this project was tested with), like OpenStack's upper-constraints.
-# --ironic-only: only .venv-ironic (tox's functional env brings its own venv).
+# Make the virtualenvs the tests and the demo need; quick when they exist.
+#   .venv          this project, the newest supported Nova (34) and placement
+#   .venv-novaNN   the same on an older supported Nova (--release NN)
+#   .venv-ironic   Ironic, run as a real server by the tests (always newest)
+# Versions are pinned by tools/constraints-novaNN.txt (tools/constraints.txt
+# is Nova 34's) and tools/ironic-constraints.txt, like OpenStack's
+# upper-constraints; doc/source/install.rst says how they were built.
+#   --release NN      also (or only) the venv for Nova NN (31 to 34)
+#   --all-releases    every supported release's venv
+#   --ironic-only     only .venv-ironic (tox's functional envs bring their own)
+# Prints nothing on success unless it installs something.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The supported Nova majors, oldest first; the last is the newest (.venv).
+RELEASES="31 32 33 34"
+NEWEST=34
 
 PYTHON=${PYTHON:-python3}
 if ! "$PYTHON" -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 12))'; then
@@ -25,17 +34,47 @@ if ! "$PYTHON" -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (
     exit 2
 fi
 
+releases=$NEWEST
+ironic_only=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --release)
+            [ $# -ge 2 ] || { echo "setup: --release needs a Nova major, one of: $RELEASES" >&2; exit 2; }
+            case " $RELEASES " in
+                *" $2 "*) releases=$2 ;;
+                *) echo "setup: Nova $2 is not supported; one of: $RELEASES" >&2; exit 2 ;;
+            esac
+            shift 2 ;;
+        --all-releases) releases=$RELEASES; shift ;;
+        --ironic-only) ironic_only=1; shift ;;
+        *) echo "setup: unknown argument $1 (--release NN, --all-releases, --ironic-only)" >&2; exit 2 ;;
+    esac
+done
+
 stamp() { cat "$@" | sha256sum | cut -d' ' -f1; }
 
-main_stamp=$(stamp requirements.txt test-requirements.txt tools/constraints.txt setup.cfg)
-if [ "${1:-}" != "--ironic-only" ] && { [ ! -x .venv/bin/python ] || [ "$(cat .venv/.ndf-stamp 2>/dev/null)" != "$main_stamp" ]; }; then
-    echo "setup: installing .venv (Nova, placement, this project)..." >&2
-    [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-    .venv/bin/pip install -q --disable-pip-version-check -U pip
-    .venv/bin/pip install -q --disable-pip-version-check -c tools/constraints.txt \
+# venv_for NN: the directory of Nova NN's venv.
+venv_for() { if [ "$1" = "$NEWEST" ]; then echo .venv; else echo ".venv-nova$1"; fi; }
+
+install_release() {
+    local release=$1 venv constraints main_stamp
+    venv=$(venv_for "$release")
+    constraints=tools/constraints-nova$release.txt
+    main_stamp=$(stamp requirements.txt test-requirements.txt "$constraints" setup.cfg)
+    if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.ndf-stamp" 2>/dev/null)" = "$main_stamp" ]; then
+        return 0
+    fi
+    echo "setup: installing $venv (Nova $release, placement, this project)..." >&2
+    [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -U pip
+    "$venv/bin/pip" install -q --disable-pip-version-check -c "$constraints" \
         -r requirements.txt -r test-requirements.txt
-    .venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
-    echo "$main_stamp" > .venv/.ndf-stamp
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e .
+    echo "$main_stamp" > "$venv/.ndf-stamp"
+}
+
+if [ $ironic_only -eq 0 ]; then
+    for release in $releases; do install_release "$release"; done
 fi
 
 ironic_stamp=$(stamp tools/ironic-constraints.txt)

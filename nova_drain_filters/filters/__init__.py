@@ -31,6 +31,7 @@ from oslo_config import cfg
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import ironic_view
+from nova_drain_filters import nova_compat
 from nova_drain_filters import request_filter
 from nova_drain_filters.filters import summary
 from nova_drain_filters.filters.baremetal_availability_filter import (
@@ -56,6 +57,7 @@ def all_filters() -> list[type]:
     """Return the filter classes; validate options; install the pre-filter;
     start the Ironic view if BaremetalAvailabilityFilter is enabled."""
     drain_conf.validate(CONF)
+    nova_compat.log_gaps_once()
     request_filter.install_if_enabled(CONF)
     enabled = CONF.filter_scheduler.enabled_filters
     if BaremetalAvailabilityFilter.__name__ in enabled and _ironic_configured():

@@ -19,12 +19,12 @@ from typing import Any
 
 from nova import servicegroup
 from nova.scheduler import filters
-from nova.scheduler import utils as scheduler_utils
 from nova.servicegroup.drivers import db as servicegroup_db
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from nova_drain_filters import decisions
+from nova_drain_filters import nova_compat
 from nova_drain_filters.filters import summary
 
 LOG = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ class DrainFilter(filters.BaseHostFilter):
     run_filter_once_per_request = True
 
     def __init__(self) -> None:
-        self.servicegroup_api = servicegroup.API()
+        self.servicegroup_api = nova_compat.servicegroup_api()
 
     def service_is_up(self, host_state: Any) -> bool:
         """Nova's own verdict (``nova/servicegroup/api.py`` service_is_up)."""
@@ -189,7 +189,7 @@ class DrainFilter(filters.BaseHostFilter):
         name = type(self).__name__
         rejected: dict[Any, list[decisions.Reason]] = {}
         try:
-            if not self.RUN_ON_REBUILD and scheduler_utils.request_is_rebuild(
+            if not self.RUN_ON_REBUILD and nova_compat.request_is_rebuild(
                 spec_obj
             ):
                 return hosts

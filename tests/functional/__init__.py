@@ -9,3 +9,14 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
+
+# Nova's functional package monkey-patches eventlet when it is imported
+# (nova/tests/functional/__init__.py, through nova/monkey_patch.py), on
+# Nova 31 to 34. It must come before anything imports oslo.db or
+# oslo.context: nova.context (imported by our base.py) pulls in oslo.db's
+# enginefacade, whose per-thread transaction state then stays a native
+# thread-local shared by every greenthread. Under load two greenthreads
+# using one RequestContext then fail with "Can't upgrade a READER
+# transaction to a WRITER mid-transaction" (seen on Nova 31's instance
+# claims). tools/demo.py does the same.
+import nova.tests.functional  # noqa: F401

@@ -24,6 +24,7 @@ from nova.db.main import models
 from nova.tests.functional import integrated_helpers
 
 from nova_drain_filters import fixtures as ndf_fixtures
+from nova_drain_filters import nova_compat
 
 # Nova's default enabled_filters, minus ComputeFilter: DisabledServiceFilter
 # makes the same decisions, with reasons. Ours run first so that their
@@ -69,7 +70,7 @@ class DrainTestBase(integrated_helpers._IntegratedTestBase):
                    group="filter_scheduler")
         if self.DRAIN:
             self.drain = self.useFixture(ndf_fixtures.DrainFilters(
-                placement=self.placement_fixture, prefilter=self.PREFILTER,
+                placement=nova_compat.placement_fixture(self), prefilter=self.PREFILTER,
                 first=True, ironic_url=getattr(self, "ironic_url", None),
                 **self.DRAIN_OPTIONS))
         else:

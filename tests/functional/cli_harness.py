@@ -68,6 +68,7 @@ from openstackclient import shell
 from openstackclient.common import clientmanager
 from wsgi_intercept import interceptor
 
+from nova_drain_filters import nova_compat
 from tests.functional import base
 
 PROG = "openstack"
@@ -334,7 +335,7 @@ class CliTestBase(base.DrainTestBase):
     def cli_endpoints(self) -> dict[str, str]:
         """Return the endpoints of the services this test runs."""
         endpoints = {"compute": self.api_fixture.base_url,
-                     "placement": self.placement_fixture.endpoint}
+                     "placement": nova_compat.placement_fixture(self).endpoint}
         if getattr(self, "ironic_url", None):
             endpoints["baremetal"] = self.ironic_url
         return endpoints

@@ -97,6 +97,11 @@ class CliBaremetalTest(cli_harness.CliTestBase):
 
     def test_baremetal_node_list(self) -> None:
         rows = self.cli_json("baremetal", "node", "list")
+        # ironicclient 6 keys the rows by field, 5 (Nova 31's set) by label
+        # (ironicclient/osc/v1/baremetal_node.py ListBaremetalNode.take_action).
+        columns = {"uuid": "UUID", "name": "Name",
+                   "provision_state": "Provisioning State"}
         self.assertEqual([(self.node["uuid"], "cli-node", "enroll")],
-                         [(r["uuid"], r["name"], r["provision_state"])
+                         [tuple(r.get(field, r.get(label))
+                                for field, label in columns.items())
                           for r in rows])
