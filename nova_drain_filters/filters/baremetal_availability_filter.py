@@ -26,9 +26,6 @@ LOG = logging.getLogger(__name__)
 class BaremetalAvailabilityFilter(base.DrainFilter):
     """Reject Ironic nodes that Ironic does not report as available."""
 
-    # RUN_ON_REBUILD = False and run_filter_once_per_request = True are
-    # inherited from DrainFilter, which says why.
-
     def rejections(
         self, hosts: Sequence[Any], spec_obj: Any
     ) -> base.Rejections:

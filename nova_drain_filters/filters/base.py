@@ -132,9 +132,12 @@ class UpCheck:
 class DrainFilter(filters.BaseHostFilter):
     """Base of the drain filters: reasons per host, one summary per request.
 
-    Subclasses implement ``rejections`` (whole list) or ``host_reasons`` (one
-    host). A bug or bad data in a subclass never reaches the scheduler: the
-    host, or the whole list, passes and the error is logged.
+    A subclass overrides ``host_reasons`` to judge one host at a time, or
+    ``rejections`` to judge the whole list at once (duplicates need every
+    candidate, and a fast path skips healthy hosts). It inherits
+    ``RUN_ON_REBUILD`` and ``run_filter_once_per_request``, explained below.
+    A bug or bad data in a subclass never reaches the scheduler: the host,
+    or the whole list, passes and the error is logged.
     """
 
     # Rebuilds keep the instance on its host; a drained or stale host must
@@ -155,11 +158,11 @@ class DrainFilter(filters.BaseHostFilter):
     def host_reasons(
         self, host_state: Any, spec_obj: Any
     ) -> list[decisions.Reason]:
-        """Why this host is rejected; [] if it passes. Override this..."""
+        """Why this host is rejected; [] if it passes."""
         return []
 
     def rejections(self, hosts: Sequence[Any], spec_obj: Any) -> Rejections:
-        """...or this, to decide over the whole list: {id(host): reasons}."""
+        """The reasons of every rejected host: {id(host): reasons}."""
         found: Rejections = {}
         for host_state in hosts:
             try:

@@ -25,9 +25,6 @@ LOG = logging.getLogger(__name__)
 class DisabledServiceFilter(base.DrainFilter):
     """Reject hosts whose service is disabled, forced down or down."""
 
-    # RUN_ON_REBUILD = False and run_filter_once_per_request = True are
-    # inherited from DrainFilter, which says why.
-
     def rejections(
         self, hosts: Sequence[Any], spec_obj: Any
     ) -> base.Rejections:

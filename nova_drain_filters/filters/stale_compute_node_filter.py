@@ -27,9 +27,6 @@ CONF = cfg.CONF
 class StaleComputeNodeFilter(base.DrainFilter):
     """Reject duplicates, nodes gone from Ironic and, if enabled, old ones."""
 
-    # RUN_ON_REBUILD = False and run_filter_once_per_request = True are
-    # inherited from DrainFilter, which says why.
-
     def rejections(
         self, hosts: Sequence[Any], spec_obj: Any
     ) -> base.Rejections:
