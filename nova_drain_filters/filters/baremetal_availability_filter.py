@@ -14,13 +14,9 @@
 from collections.abc import Sequence
 from typing import Any
 
-from oslo_log import log as logging
-
 from nova_drain_filters import decisions
 from nova_drain_filters import ironic_view
 from nova_drain_filters.filters import base
-
-LOG = logging.getLogger(__name__)
 
 
 class BaremetalAvailabilityFilter(base.DrainFilter):
@@ -61,13 +57,6 @@ class BaremetalAvailabilityFilter(base.DrainFilter):
                 # on how many of the nodes Nova offers it lacks.
                 view.observe(h.nodename for h in ironic)
                 observed = True
-            try:
-                reasons = view.availability_reasons(node)
-            except Exception:
-                LOG.exception("%(filter)s failed on %(host)s; passing it",
-                              {"filter": type(self).__name__,
-                               "host": host_state})
-                continue
-            if reasons:
-                found[id(host_state)] = reasons
+            self.add_reasons(found, host_state,
+                             lambda h: view.availability_reasons(h.nodename))
         return found

@@ -13,6 +13,7 @@
 """What the three drain filters share: facts from a HostState, never raising."""
 import datetime
 import logging as std_logging
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
@@ -165,16 +166,27 @@ class DrainFilter(filters.BaseHostFilter):
         """The reasons of every rejected host: {id(host): reasons}."""
         found: Rejections = {}
         for host_state in hosts:
-            try:
-                reasons = self.host_reasons(host_state, spec_obj)
-            except Exception:
-                LOG.exception("%(filter)s failed on %(host)s; passing it",
-                              {"filter": type(self).__name__,
-                               "host": host_state})
-                continue
-            if reasons:
-                found[id(host_state)] = reasons
+            self.add_reasons(found, host_state,
+                             lambda h: self.host_reasons(h, spec_obj))
         return found
+
+    def add_reasons(
+        self, found: Rejections, host_state: Any,
+        judge: Callable[[Any], list[decisions.Reason]],
+    ) -> None:
+        """Record ``judge(host_state)`` in ``found``; a host it fails on passes.
+
+        The one place a per-host error is caught, logged and turned into a
+        pass, so that no filter raises into the scheduler.
+        """
+        try:
+            reasons = judge(host_state)
+        except Exception:
+            LOG.exception("%(filter)s failed on %(host)s; passing it",
+                          {"filter": type(self).__name__, "host": host_state})
+            return
+        if reasons:
+            found[id(host_state)] = reasons
 
     def host_passes(self, host_state: Any, spec_obj: Any) -> bool:
         """Nova's per-host entry point; ``filter_all`` is what Nova calls."""

@@ -14,12 +14,8 @@
 from collections.abc import Sequence
 from typing import Any
 
-from oslo_log import log as logging
-
 from nova_drain_filters import decisions
 from nova_drain_filters.filters import base
-
-LOG = logging.getLogger(__name__)
 
 
 class DisabledServiceFilter(base.DrainFilter):
@@ -34,21 +30,17 @@ class DisabledServiceFilter(base.DrainFilter):
         check cannot judge) goes through ``decisions.service_reasons``.
         """
         is_up = base.UpCheck(self.servicegroup_api)
+
+        def judge(host_state: Any) -> list[decisions.Reason]:
+            service = base.plain(host_state.service)
+            if service and not service.get("disabled") and not (
+                    service.get("forced_down")) and is_up(service):
+                return []
+            return self.host_reasons(host_state, spec_obj)
+
         found: base.Rejections = {}
         for host_state in hosts:
-            service = base.plain(host_state.service)
-            try:
-                if service and not service.get("disabled") and not (
-                        service.get("forced_down")) and is_up(service):
-                    continue
-                reasons = self.host_reasons(host_state, spec_obj)
-            except Exception:
-                LOG.exception("%(filter)s failed on %(host)s; passing it",
-                              {"filter": type(self).__name__,
-                               "host": host_state})
-                continue
-            if reasons:
-                found[id(host_state)] = reasons
+            self.add_reasons(found, host_state, judge)
         return found
 
     def host_reasons(
