@@ -59,3 +59,21 @@ class FakeIronicDriver(fake.FakeDriver):
 # nova/virt/driver.py load_compute_driver imports 'nova.virt.<name>' only;
 # give this module a name there so [DEFAULT] compute_driver can point at it.
 sys.modules["nova.virt.drain_fake_ironic"] = sys.modules[__name__]
+
+
+#: The custom resource class the baremetal orphan tests give their nodes.
+GOLD = "CUSTOM_BAREMETAL_GOLD"
+
+
+def post_gold_flavor(admin_api: Any) -> str:
+    """A flavor asking for one GOLD node and nothing else, as for Ironic.
+
+    ``resources:VCPU=0`` and the like drop the standard classes Nova would
+    ask for (``nova/scheduler/utils.py`` ``ResourceRequest``). Returns its id.
+    """
+    flavor = admin_api.post_flavor({"flavor": {
+        "name": "bm-gold", "ram": 1, "vcpus": 1, "disk": 1}})
+    admin_api.post_extra_spec(flavor["id"], {"extra_specs": {
+        f"resources:{GOLD}": "1", "resources:VCPU": "0",
+        "resources:MEMORY_MB": "0", "resources:DISK_GB": "0"}})
+    return str(flavor["id"])

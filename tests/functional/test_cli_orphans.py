@@ -22,7 +22,7 @@ from nova.cmd import manage
 from tests.functional import cli_harness
 from tests.functional import fake_ironic_driver
 
-GOLD = "CUSTOM_BAREMETAL_GOLD"
+GOLD = fake_ironic_driver.GOLD
 NODES = ["6b0f6c84-1c6c-4b1e-8d5a-0a0a0a000001",
          "6b0f6c84-1c6c-4b1e-8d5a-0a0a0a000002"]
 
@@ -43,12 +43,7 @@ class BaremetalOrphanTest(cli_harness.CliTestBase):
             "RESOURCE_CLASS", GOLD))
         del driver
         super().setUp()
-        flavor = self.admin_api.post_flavor({"flavor": {
-            "name": "bm-gold", "ram": 1, "vcpus": 1, "disk": 1}})
-        self.admin_api.post_extra_spec(flavor["id"], {"extra_specs": {
-            f"resources:{GOLD}": "1", "resources:VCPU": "0",
-            "resources:MEMORY_MB": "0", "resources:DISK_GB": "0"}})
-        self.flavor = flavor["id"]
+        self.flavor = fake_ironic_driver.post_gold_flavor(self.admin_api)
 
     def boot_gold(self) -> dict:
         return self._create_server(flavor_id=self.flavor, networks="none")

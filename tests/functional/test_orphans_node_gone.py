@@ -27,8 +27,9 @@ import fixtures
 from nova.cmd import manage
 
 from tests.functional import cli_harness
+from tests.functional import fake_ironic_driver
 
-GOLD = "CUSTOM_BAREMETAL_GOLD"
+GOLD = fake_ironic_driver.GOLD
 NODES = ["6b0f6c84-1c6c-4b1e-8d5a-0a0a0a000011",
          "6b0f6c84-1c6c-4b1e-8d5a-0a0a0a000012"]
 DRIVER = "tests.functional.fake_ironic_driver.FakeIronicDriver"
@@ -44,12 +45,7 @@ class NodeRecordGoneTest(cli_harness.CliTestBase):
         self.useFixture(fixtures.MonkeyPatch(f"{DRIVER}.NODES", list(NODES)))
         self.useFixture(fixtures.MonkeyPatch(f"{DRIVER}.RESOURCE_CLASS", GOLD))
         super().setUp()
-        flavor = self.admin_api.post_flavor({"flavor": {
-            "name": "bm-gold", "ram": 1, "vcpus": 1, "disk": 1}})
-        self.admin_api.post_extra_spec(flavor["id"], {"extra_specs": {
-            f"resources:{GOLD}": "1", "resources:VCPU": "0",
-            "resources:MEMORY_MB": "0", "resources:DISK_GB": "0"}})
-        self.flavor = flavor["id"]
+        self.flavor = fake_ironic_driver.post_gold_flavor(self.admin_api)
 
     def delete_node_with_orphan(self) -> tuple[dict, dict, str]:
         """A live server on one node; the other node's server is deleted
