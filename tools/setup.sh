@@ -53,6 +53,19 @@ done
 
 stamp() { cat "$@" | sha256sum | cut -d' ' -f1; }
 
+# quiet_pip VENV ARGS...: pip into VENV with its chatter (and the warnings of
+# this machine's pip configuration) in VENV/pip.log; on failure, the tail of
+# that log and where to read the rest.
+quiet_pip() {
+    local venv=$1
+    shift
+    if ! "$venv/bin/pip" install --disable-pip-version-check "$@" >> "$venv/pip.log" 2>&1; then
+        echo "setup: pip failed in $venv; the last lines of $venv/pip.log:" >&2
+        grep -v "^WARNING: Location" "$venv/pip.log" | tail -n 30 >&2
+        exit 1
+    fi
+}
+
 # venv_for NN: the directory of Nova NN's venv.
 venv_for() { if [ "$1" = "$NEWEST" ]; then echo .venv; else echo ".venv-nova$1"; fi; }
 
@@ -64,12 +77,14 @@ install_release() {
     if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.ndf-stamp" 2>/dev/null)" = "$main_stamp" ]; then
         return 0
     fi
-    echo "setup: installing $venv (Nova $release, placement, this project)..." >&2
+    echo "setup: $venv: Nova $release, placement and this project (pip's output: $venv/pip.log)" >&2
     [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check -U pip
-    "$venv/bin/pip" install -q --disable-pip-version-check -c "$constraints" \
-        -r requirements.txt -r test-requirements.txt
-    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e .
+    echo "setup:   pip itself" >&2
+    quiet_pip "$venv" -U pip
+    echo "setup:   requirements, pinned by $constraints" >&2
+    quiet_pip "$venv" -c "$constraints" -r requirements.txt -r test-requirements.txt
+    echo "setup:   this project (editable)" >&2
+    quiet_pip "$venv" --no-deps -e .
     echo "$main_stamp" > "$venv/.ndf-stamp"
 }
 
@@ -79,11 +94,10 @@ fi
 
 ironic_stamp=$(stamp tools/ironic-constraints.txt)
 if [ ! -x .venv-ironic/bin/ironic ] || [ "$(cat .venv-ironic/.ndf-stamp 2>/dev/null)" != "$ironic_stamp" ]; then
-    echo "setup: installing .venv-ironic (Ironic)..." >&2
+    echo "setup: .venv-ironic: Ironic (pip's output: .venv-ironic/pip.log)" >&2
     [ -x .venv-ironic/bin/python ] || "$PYTHON" -m venv .venv-ironic
-    .venv-ironic/bin/pip install -q --disable-pip-version-check -U pip
-    .venv-ironic/bin/pip install -q --disable-pip-version-check \
-        -c tools/ironic-constraints.txt ironic
+    quiet_pip .venv-ironic -U pip
+    quiet_pip .venv-ironic -c tools/ironic-constraints.txt ironic
     echo "$ironic_stamp" > .venv-ironic/.ndf-stamp
 fi
 
