@@ -34,7 +34,7 @@ from tests.functional.services import ironic_server
 from tests.functional.services import process
 from tests.functional.services import rabbitmq_server
 
-CHILD = "tests.functional.event_listener_child"
+CHILD = "tests.event_listener_child"
 
 
 class ListenerProcess:
@@ -134,7 +134,10 @@ class TwoProcessesTest(testtools.TestCase):
             self.wait_for("delete.end", lambda p=proc: (  # type: ignore[misc]
                 "baremetal.node.delete.end", node) in p.events())
             heard.append([e for e, n in proc.events() if n == node])
-        self.assertEqual(sent, heard[0])
+        # In order; a verify that finishes in time also sends
+        # provision_set.end, which Ironic does not always get to.
+        rest = iter(heard[0])
+        self.assertTrue(all(e in rest for e in sent), (sent, heard[0]))
         self.assertEqual(heard[0], heard[1])
 
     def test_restarted_process_takes_its_predecessors_queue(self) -> None:

@@ -101,7 +101,12 @@ def ironic_config(
     return {
         "DEFAULT": default,
         "api": {"host_ip": host, "port": port, "api_workers": 1},
-        "database": {"connection": f"sqlite:///{state_dir / 'ironic.db'}"},
+        # sqlite allows one writer at a time; the API and the conductor are
+        # two. Wait up to 30 s for the lock (pysqlite's ``timeout``, 5 s by
+        # default) instead of answering 500 "database is locked" under
+        # load, as a production database would not.
+        "database": {
+            "connection": f"sqlite:///{state_dir / 'ironic.db'}?timeout=30"},
         # Automated cleaning runs the fake vendor step ``log_passthrough``
         # (priority 1) in a few milliseconds; no ramdisk is involved.
         "conductor": {"automated_clean": True},

@@ -12,12 +12,16 @@
 
 """One scheduler-like process with an Ironic view in event mode, for tests.
 
-``python -m tests.functional.event_listener_child TRANSPORT_URL IRONIC_URL
+``python -m tests.event_listener_child TRANSPORT_URL IRONIC_URL
 LOCK_PATH OUT`` configures ``[drain_filters]`` as an operator would, starts
 the view (which starts the listener), and writes one JSON line per event it
 hears to OUT: first ``{"pool": ...}`` once it listens, then
 ``{"event": ..., "node": ...}``. It runs until its standard input closes or
 it is killed.
+
+It lives outside ``tests.functional`` on purpose: importing that package
+imports Nova's functional harness, which monkey-patches eventlet, and a
+listener on native threads in an eventlet-patched process hears nothing.
 """
 import json
 import sys
