@@ -54,7 +54,11 @@ from nova_drain_filters.clients import http
 from nova_drain_filters.clients import ironic
 from nova_drain_filters.clients import placement
 
-#: Ironic answers 409 while a conductor holds the node lock (cleaning...).
+#: Ironic answers 409 while a conductor holds the node lock (cleaning...),
+#: and 500 or 503 while its database or API is briefly unavailable (e.g.
+#: "database is locked"). A trait PUT or DELETE is idempotent, so these are
+#: retried a few times, with a growing wait, before they count as failed.
+IRONIC_TRANSIENT_STATUSES = (409, 500, 503)
 IRONIC_LOCK_RETRIES = 3
 IRONIC_LOCK_WAIT = 0.5
 
@@ -296,6 +300,7 @@ class TraitSync:
                     self.ironic.remove_trait(change.uuid, change.trait)
                 return
             except http.ApiError as exc:
-                if not isinstance(exc, http.Conflict) or attempt == IRONIC_LOCK_RETRIES:
+                if (exc.status not in IRONIC_TRANSIENT_STATUSES
+                        or attempt == IRONIC_LOCK_RETRIES):
                     raise
                 self.sleep(IRONIC_LOCK_WAIT * (attempt + 1))

@@ -246,7 +246,7 @@ class TestRun(SyncTestCase):
 
     def test_failures_collected_and_the_rest_applied(self) -> None:
         self.ironic.failures[("clean", BM)] = [
-            ironic_fakes.api_error(500, "conductor down")]
+            ironic_fakes.api_error(400, "conductor down")]
         self.placement.failures["gone"] = ironic_fakes.api_error(
             404, "no such provider", "placement")
         result = self.sync.run()
@@ -294,8 +294,22 @@ class TestRun(SyncTestCase):
         self.assertEqual(sync.IRONIC_LOCK_RETRIES, len(self.sleeps))
         self.assertIn(("ironic.add_trait", "maint", BM), self.log)
 
+    def test_transient_ironic_errors_retried(self) -> None:
+        # "database is locked" (500) or an API restarting (503): a trait
+        # write is idempotent, so it is sent again.
+        for status in (500, 503):
+            self.log.clear()
+            del self.sleeps[:]
+            self.ironic.failures[("maint", BM)] = [
+                ironic_fakes.api_error(status, "database is locked")]
+            result = self.sync.run()
+            self.assertTrue(result.ok, status)
+            self.assertEqual(2, self.log.count(("ironic.add_trait", "maint",
+                                                BM)), status)
+            self.assertEqual([sync.IRONIC_LOCK_WAIT], self.sleeps)
+
     def test_other_ironic_errors_not_retried(self) -> None:
-        for status in (None, 400, 404, 500):
+        for status in (None, 400, 404):
             self.log.clear()
             self.ironic.failures[("clean", BM)] = [
                 ironic_fakes.api_error(status)]

@@ -71,19 +71,19 @@ class TestRunSync(fakes.CommandTestCase):
     def test_failure_exits_1(self) -> None:
         client = sync_cloud()
         client.ironic.failures[(NODE, BM)] = [
-            ironic_fakes.api_error(500, "no way")]
+            ironic_fakes.api_error(400, "no way")]
         self.assertEqual(1, self.run_cmd(client))
         self.assertEqual(f"ironic {NODE} {BM} add {WHY} failed: ironic PUT /x: "
-                         "HTTP 500: no way\n", self.app.stdout.getvalue())
+                         "HTTP 400: no way\n", self.app.stdout.getvalue())
         self.assertIn("0 change(s), 1 failure(s)", self.app.stderr.getvalue())
 
     def test_failure_rows(self) -> None:
         client = sync_cloud()
         client.ironic.failures[(NODE, BM)] = [
-            ironic_fakes.api_error(500, "no way")]
+            ironic_fakes.api_error(400, "no way")]
         _, rows = self.take(client)
         self.assertEqual([("ironic", NODE, BM, "add", WHY,
-                           "failed: ironic PUT /x: HTTP 500: no way")], rows)
+                           "failed: ironic PUT /x: HTTP 400: no way")], rows)
 
     def test_exit_code(self) -> None:
         self.assertEqual(3, self.run_cmd(sync_cloud(), "--exit-code",
