@@ -14,11 +14,17 @@
 
 Each scheduler process (and each forked worker) runs one oslo.messaging
 notification listener in a pool of its own, so every process hears every
-event. An event is a reason to re-read one node, not the truth about it
-(a ``manage`` gives a ``provision_set.start`` and no ``.end``): a worker
-thread re-reads the node with one ``GET /v1/nodes/{uuid}`` and updates the
-view; a ``delete.end`` takes the node out. Events for the same node that
-arrive while it waits are read once.
+event. A worker thread applies each event to the view: a node event whose
+payload carries every field the view reads (Ironic's ``NodePayload`` 1.14
+and later) is applied as it is, with no request, so Ironic's load does not
+grow with the number of scheduler processes; any other event (an older
+payload, an allocation event) makes it re-read the node with one
+``GET /v1/nodes/{uuid}``. A ``delete.end`` takes the node out. Events for
+the same node that arrive while it waits are applied once, the last one.
+Ironic may announce a transition only by its ``.start`` (a ``manage``
+gives ``provision_set.start`` in ``verifying`` and no ``.end``); the node
+then stays in that unusable state, which excludes it, until the next
+listing (``baremetal_refresh_interval``) reads where it went.
 
 Pool names are stable: ``nova-drain-filters.<host>.<slot>``, where the slot
 is the lowest number whose lock file no live process on this host holds.
@@ -100,6 +106,8 @@ class EventListener:
         #: up / down as last logged; None before the first verdict.
         self.broker_up: bool | None = None
         self.received = self.applied = self.dropped = 0
+        #: Events applied by re-reading the node (no full payload).
+        self.reread = 0
         self.fallback_listings = 0
         self._error_logged = False
         #: Set when the broker came (back): a listing must start after it.
@@ -297,12 +305,17 @@ class EventListener:
                 LOG.exception("Could not apply %s", event)
 
     def apply(self, event: notifications.NodeEvent) -> None:
-        """Re-read the node (or take it out) and update the view."""
+        """Update the view from the event's payload, or re-read the node."""
         read_at = self._clock()
         if event.deleted:
             self.view.mark_deleted(event.node_uuid, read_at)
             self.applied += 1
             return
+        if event.facts is not None:
+            self.view.update_node(event.facts, read_at)
+            self.applied += 1
+            return
+        self.reread += 1
         try:
             if self._client is None:
                 self._client = self._client_factory()

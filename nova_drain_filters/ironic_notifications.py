@@ -12,13 +12,21 @@
 
 """What Ironic's versioned notifications say about nodes: pure parsing.
 
-An event is a reason to re-read one node, not the truth about it; this
-module only says which node, and whether Ironic deleted it.
+This module says which node an event is about, whether Ironic deleted it,
+and, when the payload carries every field the view reads, what the node
+looked like when Ironic sent it. A node event's payload is Ironic's
+``NodePayload`` (ironic/objects/node.py): version 1.14 and later carry
+all of ``clients.ironic.NODE_FIELDS``, so the view takes the node from the
+event and costs Ironic no request. An event without them (an older Ironic,
+an allocation event) is a reason to re-read the node instead.
 """
 import dataclasses
 from typing import Any
 
 from oslo_utils import uuidutils
+
+from nova_drain_filters import decisions
+from nova_drain_filters.clients import ironic
 
 NODE_EVENT = "baremetal.node."
 ALLOCATION_EVENT = "baremetal.allocation."
@@ -47,6 +55,9 @@ class NodeEvent:
     event_type: str
     #: The node is gone from Ironic (``baremetal.node.delete.end``).
     deleted: bool = False
+    #: The node as the payload shows it; None when the payload lacks a
+    #: field the view reads, and the node must be re-read.
+    facts: decisions.IronicNodeFacts | None = None
 
 
 def parse_event(event_type: Any, payload: Any) -> NodeEvent | None:
@@ -80,4 +91,25 @@ def parse_event(event_type: Any, payload: Any) -> NodeEvent | None:
     action, _, status = event_type[len(NODE_EVENT):].rpartition(".")
     if key == "uuid" and status == "start" and action in ANNOUNCED:
         return None  # the change comes with the .end (or .error)
-    return NodeEvent(uuid, event_type, deleted=event_type == DELETE_END)
+    deleted = event_type == DELETE_END
+    facts = None if deleted or key != "uuid" else payload_facts(data)
+    return NodeEvent(uuid, event_type, deleted=deleted, facts=facts)
+
+
+def payload_facts(data: dict[str, Any]) -> decisions.IronicNodeFacts | None:
+    """The node in a node payload; None if a field the view reads is absent.
+
+    Absent, not null: a null ``fault`` is a node without a fault, but a
+    payload older than the field cannot say either way.
+    """
+    if any(field not in data for field in ironic.NODE_FIELDS):
+        return None
+    traits = data.get("traits")
+    if traits is not None and not (
+            isinstance(traits, list)
+            and all(isinstance(t, str) for t in traits)):
+        return None
+    try:
+        return ironic.node_facts(data)
+    except (KeyError, TypeError, ValueError):
+        return None

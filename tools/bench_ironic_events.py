@@ -125,8 +125,11 @@ def child(mode: str, transport_url: str, url: str, interval: int) -> int:
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         if line.strip() == "report":
-            print(json.dumps({"requests": requests_sent(view),
-                              "listings": view.refreshes}), flush=True)
+            events = view._events
+            print(json.dumps({
+                "requests": requests_sent(view), "listings": view.refreshes,
+                "applied": events.applied if events else 0,
+                "reread": events.reread if events else 0}), flush=True)
     view.stop(timeout=5)
     return 0
 
@@ -275,7 +278,10 @@ def load(srv: Any, server: Any, transport_url: str, nodes: list[str],
                                                              strict=True))
     listings = sum(a["listings"] - b["listings"]
                    for a, b in zip(after, before, strict=True))
-    return {"mode": mode, "workers": workers, "changes": changes,
+    delta = {key: sum(a[key] - b[key] for a, b in zip(after, before,
+                                                      strict=True))
+             for key in ("applied", "reread")}
+    return {"mode": mode, "workers": workers, "changes": changes, **delta,
             "per_minute": sent * 60 / elapsed, "cpu": cpu * 60 / elapsed,
             "listings": listings, "elapsed": elapsed}
 
@@ -309,13 +315,17 @@ def report(nodes: int, lat: dict[str, Any], rows: list[dict[str, Any]],
           f"{args.window:.0f}s windows ({nodes} nodes, {pages} requests per "
           "listing)")
     print(f"{'W':>3} {'mode':8} {'req/min':>9} {'listings':>9} "
-          f"{'Ironic CPU s/min':>17} {'changes':>8}")
+          f"{'Ironic CPU s/min':>17} {'changes':>8} {'applied':>8}")
     for row in rows:
         print(f"{row['workers']:3d} {row['mode']:8} {row['per_minute']:9.1f} "
-              f"{row['listings']:9d} {row['cpu']:17.1f} {row['changes']:8d}")
+              f"{row['listings']:9d} {row['cpu']:17.1f} {row['changes']:8d} "
+              f"{row['applied']:8d}")
     print(f"\nEvent mode also lists every {RECONCILE}s: " + ", ".join(
         f"{w * pages * 60 / RECONCILE:.1f}/min at W={w}" for w in args.workers)
-        + "; its other requests are one GET per process per change.")
+        + "; a change costs no request when its payload carries the node"
+        + " (re-reads, all processes: "
+        + ", ".join(f"W={r['workers']} {r.get('reread', 0)}"
+                    for r in rows if r["mode"] == "events") + ").")
 
 
 def _terminate(signum: int, _frame: FrameType | None) -> NoReturn:

@@ -28,8 +28,12 @@ Keep the Ironic snapshot current from Ironic's versioned notifications.
 
 Each scheduler process (each forked worker too) listens on the message bus
 in a pool of its own, so every process hears every event. An event about a
-node makes the process re-read that one node (``GET /v1/nodes/{uuid}``)
-and update its snapshot at once; a ``delete`` event marks the node missing.
+node updates the process's snapshot at once: from the event's payload,
+which carries the node (Ironic's ``NodePayload`` 1.14 and later), so a
+change costs Ironic no request however many processes listen; an event
+without the whole node (an older Ironic, an allocation event) makes the
+process re-read that one node (``GET /v1/nodes/{uuid}``). A ``delete``
+event marks the node missing.
 The filters still only read the snapshot while scheduling.
 
 The full listing of ``baremetal_refresh_interval`` stays as a

@@ -81,6 +81,10 @@ class EventsReachTheSchedulerTest(EventModeTestBase):
         self.ironic.set_maintenance(self.nodes["a"], True, reason="bmc")
         self.wait_until("a in maintenance", lambda: self.maintenance("a"))
         self.assertEqual(listings, self.drain.view.refreshes)
+        # Ironic's payload carried the node: no request per event.
+        self.assertEqual(0, self.events.reread)
+        node = self.in_view("a")
+        self.assertEqual("bmc", node.maintenance_reason)  # type: ignore
         landed = {self.node_of(self.boot()) for _ in range(3)}
         self.assertNotIn("a", landed)
         self.assertIn("baremetal: maintenance (bmc)", self.summary_lines()[0])

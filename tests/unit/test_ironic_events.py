@@ -81,6 +81,25 @@ class TestApply(ListenerTestCase):
         self.assertEqual(self.listings, self.view.refreshes)
         self.assertEqual(1, self.listener.applied)
 
+    def test_full_payload_is_applied_without_a_request(self) -> None:
+        facts = ironic_fakes.ironic_node(NODE, maintenance=True,
+                                         maintenance_reason="fan")
+        event = ironic_notifications.NodeEvent(
+            NODE, "baremetal.node.maintenance_set.end", facts=facts)
+        before = self.client.requests
+        self.clock.advance(1)
+        self.listener.apply(event)
+        self.assertEqual(before, self.client.requests)
+        self.assertTrue(self.node(NODE).maintenance)
+        self.assertEqual((1, 0), (self.listener.applied, self.listener.reread))
+
+    def test_payload_without_facts_is_reread(self) -> None:
+        self.client.nodes[0] = ironic_fakes.ironic_node(NODE, fault="power failure")
+        self.clock.advance(1)
+        self.listener.apply(self.event("baremetal.node.update.end"))
+        self.assertEqual("power failure", self.node(NODE).fault)
+        self.assertEqual((1, 1), (self.listener.applied, self.listener.reread))
+
     def test_delete_end_makes_the_node_missing(self) -> None:
         self.view.seen(NODE)  # Nova knew the node before the listing
         self.clock.advance(1)

@@ -11,12 +11,74 @@
 # under the License.
 
 """Which node an Ironic notification names, and malformed ones."""
+from typing import Any
+
 import testtools
 
 from nova_drain_filters import ironic_notifications
 from tests.unit.test_ironic_events import NODE
 from tests.unit.test_ironic_events import OTHER
 from tests.unit.test_ironic_events import payload
+
+
+def full_data(**overrides: Any) -> dict[str, Any]:
+    """A NodePayload's data with every field the view reads."""
+    data: dict[str, Any] = {
+        "uuid": NODE, "name": "bm-1", "provision_state": "available",
+        "power_state": "power off", "maintenance": False,
+        "maintenance_reason": None, "retired": False, "retired_reason": None,
+        "fault": None, "instance_uuid": None, "traits": ["CUSTOM_GOLD"],
+        # fields the view does not read are ignored
+        "driver": "fake-hardware", "conductor_group": ""}
+    data.update(overrides)
+    return data
+
+
+class TestPayloadFacts(testtools.TestCase):
+    def test_full_payload_is_the_node(self) -> None:
+        event = ironic_notifications.parse_event(
+            "baremetal.node.maintenance_set.end",
+            payload(**full_data(maintenance=True, maintenance_reason="fan")))
+        assert event is not None and event.facts is not None
+        self.assertEqual(NODE, event.facts.uuid)
+        self.assertTrue(event.facts.maintenance)
+        self.assertEqual("fan", event.facts.maintenance_reason)
+        self.assertEqual("power off", event.facts.power_state)
+        self.assertEqual(frozenset({"CUSTOM_GOLD"}), event.facts.traits)
+
+    def test_a_missing_field_means_reread(self) -> None:
+        for field in ("fault", "retired", "traits", "instance_uuid"):
+            data = full_data()
+            del data[field]
+            event = ironic_notifications.parse_event(
+                "baremetal.node.update.end", payload(**data))
+            assert event is not None
+            self.assertIsNone(event.facts, field)
+
+    def test_bad_traits_mean_reread(self) -> None:
+        for traits in ("CUSTOM_GOLD", [1, 2], {"a": 1}):
+            event = ironic_notifications.parse_event(
+                "baremetal.node.update.end", payload(**full_data(traits=traits)))
+            assert event is not None
+            self.assertIsNone(event.facts, repr(traits))
+
+    def test_null_traits_are_none(self) -> None:
+        event = ironic_notifications.parse_event(
+            "baremetal.node.update.end", payload(**full_data(traits=None)))
+        assert event is not None and event.facts is not None
+        self.assertEqual(frozenset(), event.facts.traits)
+
+    def test_delete_and_allocation_events_carry_no_node(self) -> None:
+        deleted = ironic_notifications.parse_event(
+            "baremetal.node.delete.end", payload(**full_data()))
+        allocation = ironic_notifications.parse_event(
+            "baremetal.allocation.create.end",
+            payload(**full_data(uuid=OTHER, node_uuid=NODE)))
+        assert deleted is not None and allocation is not None
+        self.assertTrue(deleted.deleted)
+        self.assertIsNone(deleted.facts)
+        self.assertEqual(NODE, allocation.node_uuid)
+        self.assertIsNone(allocation.facts)
 
 
 class TestParseEvent(testtools.TestCase):
