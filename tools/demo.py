@@ -35,7 +35,6 @@ import harness_run  # tools/, on sys.path when run as a script
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ACTS = range(1, 7)
-RULE = "=" * 72
 
 
 class Parser(argparse.ArgumentParser):
@@ -100,7 +99,7 @@ def run_act(cls: Any, verbose: bool, servers: int, out: TextIO) -> bool:
     took = time.monotonic() - started
     if error:
         shown.problems.append(f"the harness failed: {error}")
-    print(f"{RULE}\nAct {shown.number}: {shown.title}\n{RULE}", file=out)
+    print(f"== Act {shown.number}: {shown.title} ".ljust(72, "="), file=out)
     print(shown.text(), file=out)
     for log in shown.logs:
         print("--- service log ---", file=out)
@@ -132,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     passed = sum(run_act(classes[n], args.verbose, args.servers, out)
                  for n in wanted)
     took = time.monotonic() - started
-    print(f"demo: {passed} of {len(wanted)} act(s) did what they say "
+    print(f"demo: {passed} of {len(wanted)} acts did what they say "
           f"({took:.0f} s)", file=out)
     return 0 if passed == len(wanted) else 1
 

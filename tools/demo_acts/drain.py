@@ -43,12 +43,11 @@ class DrainAct(ActMixin, cli_harness.CliTestBase):
         check("Draining" in shown.stdout,
               "host1 not Draining while its server is there")
 
-        say("The server is migrated away (cold migration, then confirmed):")
         moved = self._migrate_server(busy)
         self._confirm_resize(moved)
         where = self.api.get_server(busy["id"])["OS-EXT-SRV-ATTR:host"]
         check(where != "host1", f"the server is still on {where}")
-        say(f"  server {busy['id']} is on {where} now")
+        say(f"The server is migrated away (cold, confirmed): on {where} now.")
         shown = self.openstack("drain", "host", "show", "host1")
         check("Drained" in shown.stdout, "host1 not Drained once empty")
 
@@ -58,6 +57,8 @@ class DrainAct(ActMixin, cli_harness.CliTestBase):
         done = self.openstack("drain", "host", "finish", "host1", "--yes")
         check("released" in done.stdout,
               "drain host finish did not release host1")
-        shown = self.openstack("drain", "host", "show", "host1")
-        check("Released" in shown.stdout, "host1 not Released after finish")
+        shown = self.openstack("drain", "host", "show", "host1", "-c",
+                               "Phase", "-f", "value")
+        check(shown.stdout.strip() == "Released",
+              "host1 not Released after finish")
         self.keep_logs()

@@ -21,6 +21,8 @@ from typing import Any
 
 import fixtures
 from nova import objects
+from nova.db.main import api as db_api
+from nova.db.main import models
 from oslo_utils import uuidutils
 
 from tests.functional import cli_harness
@@ -35,6 +37,15 @@ LOSE_ALLOCATIONS = ("nova.scheduler.client.report.SchedulerReportClient."
                     "delete_allocation_for_instance")
 
 
+@db_api.pick_context_manager_writer
+def backdate_service(context: Any, service_id: int, when: Any) -> None:
+    """Set services.updated_at, which every save overwrites with now
+    (nova/db/main/api.py service_update), as base.backdate_compute_node
+    does for compute nodes."""
+    context.session.query(models.Service).filter_by(id=service_id).update(
+        {"updated_at": when}, synchronize_session=False)
+
+
 class StaleAct(ActMixin, cli_harness.CliTestBase):
     """host3's nova-compute stops for good; a provider outlives its node."""
 
@@ -44,10 +55,14 @@ class StaleAct(ActMixin, cli_harness.CliTestBase):
     def stop(self, host: str) -> None:
         """Stop a compute; its heartbeat ages past service_down_time."""
         self.computes[host].stop()
+        when = (datetime.datetime.now(datetime.timezone.utc)
+                - datetime.timedelta(hours=2))
         service = objects.Service.get_by_compute_host(self.ctxt, host)
-        service.last_seen_up = (datetime.datetime.now(datetime.timezone.utc)
-                                - datetime.timedelta(hours=2))
+        service.last_seen_up = when
         service.save()
+        # save() stamps updated_at with now, and the API reports updated_at
+        # as when the service was last seen: age that too.
+        backdate_service(self.ctxt, service.id, when.replace(tzinfo=None))
 
     def test_act(self) -> None:
         say, check = self.screen.say, self.screen.check
@@ -58,7 +73,7 @@ class StaleAct(ActMixin, cli_harness.CliTestBase):
         self.placement.post("/resource_providers", {
             "name": "gone-node", "uuid": lonely}, version="1.20")
         self._set_provider_traits(lonely, ["COMPUTE_NODE"])
-        say("host3's nova-compute has stopped for good; provider gone-node "
+        say("host3's nova-compute stopped two hours ago; provider gone-node "
             "has no compute node.")
         listed = self.openstack("drain", "stale", "list",
                                 "-c", "Kind", "-c", "Host", "-c", "Node",
