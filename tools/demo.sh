@@ -10,10 +10,11 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-# The main job on an embedded default: set up (first run only), then boot
-# servers through Nova's real scheduler and placement with the drain filters
-# and the pre-filter on, and report where they landed and what was excluded.
-# Arguments go to tools/demo.py (e.g. --servers 12, --verbose).
+# The main job on an embedded default: set up (first run only), then tell
+# what the project does in six acts (tools/demo_acts/), each checked, on
+# Nova's in-process harness, a real Ironic on loopback and, when installed,
+# a private RabbitMQ. Arguments go to tools/demo.py (--act N, --servers N,
+# --verbose).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
