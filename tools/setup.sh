@@ -17,6 +17,8 @@
 # Versions are pinned by tools/constraints-novaNN.txt (tools/constraints.txt
 # is Nova 34's) and tools/ironic-constraints.txt, like OpenStack's
 # upper-constraints; doc/source/install.rst says how they were built.
+# .venv also gets the docs' tools (doc/requirements.txt: Sphinx, pinned by
+# tools/constraints.txt), so tools/run-tests.sh can build the docs.
 #   --release NN      also (or only) the venv for Nova NN (31 to 34)
 #   --all-releases    every supported release's venv
 #   --ironic-only     only .venv-ironic (tox's functional envs bring their own)
@@ -70,10 +72,16 @@ quiet_pip() {
 venv_for() { if [ "$1" = "$NEWEST" ]; then echo .venv; else echo ".venv-nova$1"; fi; }
 
 install_release() {
-    local release=$1 venv constraints main_stamp
+    local release=$1 venv constraints main_stamp what=requirements
+    local reqs=(requirements.txt test-requirements.txt)
     venv=$(venv_for "$release")
     constraints=tools/constraints-nova$release.txt
-    main_stamp=$(stamp requirements.txt test-requirements.txt "$constraints" setup.cfg)
+    # Only the newest release's constraints pin the docs' tools.
+    if [ "$release" = "$NEWEST" ]; then
+        reqs+=(doc/requirements.txt)
+        what="requirements and the docs' tools"
+    fi
+    main_stamp=$(stamp "${reqs[@]}" "$constraints" setup.cfg)
     if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.ndf-stamp" 2>/dev/null)" = "$main_stamp" ]; then
         return 0
     fi
@@ -81,8 +89,8 @@ install_release() {
     [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
     echo "setup:   pip itself" >&2
     quiet_pip "$venv" -U pip
-    echo "setup:   requirements, pinned by $constraints" >&2
-    quiet_pip "$venv" -c "$constraints" -r requirements.txt -r test-requirements.txt
+    echo "setup:   $what, pinned by $constraints" >&2
+    quiet_pip "$venv" -c "$constraints" "${reqs[@]/#/--requirement=}"
     echo "setup:   this project (editable)" >&2
     quiet_pip "$venv" --no-deps -e .
     echo "$main_stamp" > "$venv/.ndf-stamp"
