@@ -109,13 +109,19 @@ if [ ! -x .venv-ironic/bin/ironic ] || [ "$(cat .venv-ironic/.ndf-stamp 2>/dev/n
     echo "$ironic_stamp" > .venv-ironic/.ndf-stamp
 fi
 
-# The event-mode tests run a private RabbitMQ broker, as they run Ironic
-# (tests/functional/services/rabbitmq_server.py); Debian's package has it.
-if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
-    apt_install() { "$@" apt-get update -q >/dev/null && "$@" DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends rabbitmq-server >/dev/null; }
-    echo "setup: installing rabbitmq-server (a private broker for the event-mode tests)..." >&2
+# Debian packages, installed when missing (as root, or with sudo that needs
+# no password): the event-mode tests run a private RabbitMQ broker, as they
+# run Ironic (tests/functional/services/rabbitmq_server.py); the docs draw
+# the drain phase diagram (doc/source/drain.rst) with Graphviz's dot.
+missing=()
+[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || missing+=(rabbitmq-server)
+command -v dot >/dev/null || missing+=(graphviz)
+if [ ${#missing[@]} -gt 0 ]; then
+    apt_install() { "$@" apt-get update -q >/dev/null && "$@" DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; }
+    echo "setup: installing ${missing[*]} (Debian packages the tests and the docs need)..." >&2
     if [ "$(id -u)" = 0 ]; then apt_install env || true
     elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then apt_install sudo env || true
     fi
     [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || echo "setup: could not install rabbitmq-server; install Debian's rabbitmq-server package (apt-get install rabbitmq-server, as root): the event-mode tests start a private RabbitMQ broker from it" >&2
+    command -v dot >/dev/null || echo "setup: could not install graphviz; install Debian's graphviz package (apt-get install graphviz, as root): the docs draw the drain phase diagram with its dot" >&2
 fi
