@@ -10,9 +10,9 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-# The whole test suite: lint, types, the sample config, unit and functional
-# tests (Nova's harness, a real Ironic and a real placement, started by the
-# tests themselves) on the newest supported Nova, in .venv.
+# The whole test suite: lint, types, the sample config, the docs, unit and
+# functional tests (Nova's harness, a real Ironic and a real placement,
+# started by the tests themselves) on the newest supported Nova, in .venv.
 #   --all-releases  then the functional suite again on every older supported
 #                   Nova (.venv-novaNN, built by tools/setup.sh), one summary
 #                   line per release. This is what CI runs.
@@ -77,6 +77,9 @@ sample=$(mktemp)
 step .venv/bin/oslo-config-generator --namespace nova_drain_filters --output-file "$sample"
 grep -q '^\[drain_filters\]' "$sample" || { echo "genconfig: no [drain_filters] section" >&2; rc=1; }
 rm -f "$sample"
+# The operator docs, as tox -e docs builds them: a warning fails the step,
+# and -E re-reads every page so none is skipped as unchanged.
+step .venv/bin/sphinx-build -W --keep-going -E -q -b html doc/source doc/build/html
 
 echo "== stestr run: unit and functional tests, Nova $NEWEST" >&2
 start=$SECONDS

@@ -17,6 +17,8 @@
 # Versions are pinned by tools/constraints-novaNN.txt (tools/constraints.txt
 # is Nova 34's) and tools/ironic-constraints.txt, like OpenStack's
 # upper-constraints; doc/source/install.rst says how they were built.
+# .venv also gets the docs' tools (doc/requirements.txt: Sphinx, pinned by
+# tools/constraints.txt), so tools/run-tests.sh can build the docs.
 #   --release NN      also (or only) the venv for Nova NN (31 to 34)
 #   --all-releases    every supported release's venv
 #   --ironic-only     only .venv-ironic (tox's functional envs bring their own)
@@ -29,8 +31,8 @@ RELEASES="31 32 33 34"
 NEWEST=34
 
 PYTHON=${PYTHON:-python3}
-if ! "$PYTHON" -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 12))'; then
-    echo "setup: $PYTHON is $("$PYTHON" -V 2>&1); Python 3.10 to 3.12 is needed" >&2
+if ! "$PYTHON" -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 12))'; then
+    echo "setup: $PYTHON is $("$PYTHON" -V 2>&1); Python 3.11 or 3.12 is needed (Nova 34 needs 3.11)" >&2
     exit 2
 fi
 
@@ -70,10 +72,16 @@ quiet_pip() {
 venv_for() { if [ "$1" = "$NEWEST" ]; then echo .venv; else echo ".venv-nova$1"; fi; }
 
 install_release() {
-    local release=$1 venv constraints main_stamp
+    local release=$1 venv constraints main_stamp what=requirements
+    local reqs=(requirements.txt test-requirements.txt)
     venv=$(venv_for "$release")
     constraints=tools/constraints-nova$release.txt
-    main_stamp=$(stamp requirements.txt test-requirements.txt "$constraints" setup.cfg)
+    # Only the newest release's constraints pin the docs' tools.
+    if [ "$release" = "$NEWEST" ]; then
+        reqs+=(doc/requirements.txt)
+        what="requirements and the docs' tools"
+    fi
+    main_stamp=$(stamp "${reqs[@]}" "$constraints" setup.cfg)
     if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.ndf-stamp" 2>/dev/null)" = "$main_stamp" ]; then
         return 0
     fi
@@ -81,8 +89,8 @@ install_release() {
     [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
     echo "setup:   pip itself" >&2
     quiet_pip "$venv" -U pip
-    echo "setup:   requirements, pinned by $constraints" >&2
-    quiet_pip "$venv" -c "$constraints" -r requirements.txt -r test-requirements.txt
+    echo "setup:   $what, pinned by $constraints" >&2
+    quiet_pip "$venv" -c "$constraints" "${reqs[@]/#/--requirement=}"
     echo "setup:   this project (editable)" >&2
     quiet_pip "$venv" --no-deps -e .
     echo "$main_stamp" > "$venv/.ndf-stamp"
@@ -101,13 +109,19 @@ if [ ! -x .venv-ironic/bin/ironic ] || [ "$(cat .venv-ironic/.ndf-stamp 2>/dev/n
     echo "$ironic_stamp" > .venv-ironic/.ndf-stamp
 fi
 
-# The event-mode tests run a private RabbitMQ broker, as they run Ironic
-# (tests/functional/services/rabbitmq_server.py); Debian's package has it.
-if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
-    apt_install() { "$@" apt-get update -q >/dev/null && "$@" DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends rabbitmq-server >/dev/null; }
-    echo "setup: installing rabbitmq-server (a private broker for the event-mode tests)..." >&2
+# Debian packages, installed when missing (as root, or with sudo that needs
+# no password): the event-mode tests run a private RabbitMQ broker, as they
+# run Ironic (tests/functional/services/rabbitmq_server.py); the docs draw
+# the drain phase diagram (doc/source/drain.rst) with Graphviz's dot.
+missing=()
+[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || missing+=(rabbitmq-server)
+command -v dot >/dev/null || missing+=(graphviz)
+if [ ${#missing[@]} -gt 0 ]; then
+    apt_install() { "$@" apt-get update -q >/dev/null && "$@" DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; }
+    echo "setup: installing ${missing[*]} (Debian packages the tests and the docs need)..." >&2
     if [ "$(id -u)" = 0 ]; then apt_install env || true
     elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then apt_install sudo env || true
     fi
     [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || echo "setup: could not install rabbitmq-server; install Debian's rabbitmq-server package (apt-get install rabbitmq-server, as root): the event-mode tests start a private RabbitMQ broker from it" >&2
+    command -v dot >/dev/null || echo "setup: could not install graphviz; install Debian's graphviz package (apt-get install graphviz, as root): the docs draw the drain phase diagram with its dot" >&2
 fi

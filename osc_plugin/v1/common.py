@@ -165,19 +165,26 @@ class ClearCommand(command.Lister):
     """Shows its plan, asks, acts, and reports every failure at the end."""
 
     failures: list[str]
+    #: Whether ``confirm`` is given a disruption budget, so the command
+    #: takes ``--max-fraction``. The drain commands act only on the hosts
+    #: and nodes named on their command line, and take no budget.
+    budgeted = True
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument("--dry-run", action="store_true",
-                            help="show the plan and change nothing")
+                            help="print the plan on stderr and change "
+                                 "nothing")
         parser.add_argument("--yes", action="store_true",
-                            help="do not ask for confirmation")
-        parser.add_argument(
-            "--max-fraction", metavar="<fraction>",
-            type=fraction_arg("--max-fraction"), default=DEFAULT_FRACTION,
-            help="act on at most this share of the compute nodes in one run "
-                 f"(default {DEFAULT_FRACTION}; at least one is always "
-                 "allowed)")
+                            help="do not ask before carrying out the plan "
+                                 "(needed when stdin is not a terminal)")
+        if self.budgeted:
+            parser.add_argument(
+                "--max-fraction", metavar="<fraction>",
+                type=fraction_arg("--max-fraction"), default=DEFAULT_FRACTION,
+                help="refuse a plan that touches more than this share of "
+                     f"the cloud's compute nodes (default {DEFAULT_FRACTION}"
+                     "; a plan that touches one is always allowed)")
         return parser
 
     def confirm(self, parsed_args: argparse.Namespace, plan: list[str],

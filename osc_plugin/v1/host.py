@@ -43,7 +43,8 @@ def _row(facts: drain.HostFacts) -> tuple[Any, ...]:
 
 def _hosts_arg(parser: argparse.ArgumentParser, nargs: str) -> None:
     parser.add_argument("hosts", metavar="<host>", nargs=nargs,
-                        help="compute host (the service's host name)")
+                        help="a compute host, as its nova-compute service "
+                             "names it")
 
 
 def _gather(app: Any, hosts: list[str] | None) -> drain_steps.Gathered:
@@ -52,7 +53,16 @@ def _gather(app: Any, hosts: list[str] | None) -> drain_steps.Gathered:
 
 
 class ShowHost(command.Lister):
-    """Show the drain phase of hosts (default: every host not Active)."""
+    """Show the drain phase of hosts (default: every host not Active).
+
+    The phase is Active, Disabled, Draining, Drained or Released, derived
+    afresh from Nova, placement and Ironic on every run. Blocked By names
+    up to three of the servers, migrations and consumers that keep a host
+    from Drained.
+
+    Columns: Host, Phase, Instances, Migrations, Allocations, Disabled
+    Reason, Blocked By.
+    """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
@@ -67,6 +77,8 @@ class ShowHost(command.Lister):
 
 class _HostChange(common.ClearCommand):
     """A change to hosts: plan on stderr, ask, act, report."""
+
+    budgeted = False
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
@@ -93,13 +105,21 @@ class _HostChange(common.ClearCommand):
 
 
 class StartHost(_HostChange):
-    """Start draining hosts: mark them all, then disable each service once."""
+    """Start draining hosts: mark them all, then disable each service once.
+
+    The mark, CUSTOM_DRAIN_HOST on every provider of the host (and first on
+    each Ironic node), keeps new boots off at once. The service is disabled
+    with the reason 'drain: TEXT'; a service someone else disabled keeps
+    its own reason and gets only the mark. If a step fails, everything this
+    run did is undone, newest first. Servers are never migrated.
+    """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument(
             "--reason", metavar="<text>", required=True,
-            help="why (kept as the service's disabled reason 'drain: TEXT')")
+            help="why the hosts are drained, kept as the service's "
+                 "disabled reason 'drain: TEXT'")
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
@@ -125,7 +145,13 @@ class StartHost(_HostChange):
 
 
 class CancelHost(_HostChange):
-    """Stop draining hosts: unmark them; enable only what a drain disabled."""
+    """Stop draining hosts: unmark them; enable only what a drain disabled.
+
+    The mark goes from every node of the host, node drains included. The
+    service is enabled only if the drain's reason is still on it, checked
+    again right before enabling; a service someone else disabled stays
+    disabled, with their reason.
+    """
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
         hosts = list(dict.fromkeys(parsed_args.hosts))
@@ -144,7 +170,14 @@ class CancelHost(_HostChange):
 
 
 class FinishHost(_HostChange):
-    """Release Drained hosts: delete their compute service (no undo)."""
+    """Release Drained hosts: delete their compute service (no undo).
+
+    Only a Drained host whose nova-compute no longer reports is released
+    (stop it, then 'openstack compute service set --down HOST
+    nova-compute'); anything else is refused, with the reason. Nova then
+    removes the host's providers, host mapping and aggregate membership;
+    whatever it leaves behind is reported and the command exits 1.
+    """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)

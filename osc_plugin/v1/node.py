@@ -57,12 +57,18 @@ def _gather(app: Any, idents: list[str]) -> list[drain.BaremetalFacts]:
 
 def _nodes_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("nodes", metavar="<node>", nargs="+",
-                        help="Ironic node UUID or name")
+                        help="an Ironic node UUID or name")
 
 
 class ShowNode(command.Lister):
-    """Show the drain phase of baremetal nodes and whether they hold an
-    instance."""
+    """Show the drain phase of baremetal nodes.
+
+    Instance is the instance Ironic has on the node; Marked On says where
+    the drain mark is (ironic, placement). A node is Drained once it is
+    marked and holds no instance and no allocation.
+
+    Columns: Node, Name, Host, Phase, Instance, Allocations, Marked On.
+    """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
@@ -75,6 +81,10 @@ class ShowNode(command.Lister):
 
 
 class _NodeChange(common.ClearCommand):
+    """A change to baremetal nodes: plan on stderr, ask, act, report."""
+
+    budgeted = False
+
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         _nodes_arg(parser)
@@ -97,7 +107,12 @@ class _NodeChange(common.ClearCommand):
 
 
 class StartNode(_NodeChange):
-    """Keep new boots off baremetal nodes (the mark only)."""
+    """Keep new boots off baremetal nodes (the mark only).
+
+    The mark, CUSTOM_DRAIN_HOST, goes on the Ironic node, then on its
+    provider; the nova-compute service and its other nodes are left alone.
+    If a step fails, everything this run did is undone.
+    """
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
         facts = _gather(self.app, list(dict.fromkeys(parsed_args.nodes)))
@@ -105,7 +120,10 @@ class StartNode(_NodeChange):
 
 
 class CancelNode(_NodeChange):
-    """Remove the drain mark from baremetal nodes."""
+    """Remove the drain mark from baremetal nodes.
+
+    The mark goes from the Ironic node, then from its provider.
+    """
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
         facts = _gather(self.app, list(dict.fromkeys(parsed_args.nodes)))

@@ -32,7 +32,7 @@ def _rows(found: list[orphans.Orphan]) -> list[tuple[Any, ...]]:
 def _add_provider_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resource-provider", metavar="<uuid>",
                         type=common.uuid_arg("resource provider"),
-                        help="only allocations on this provider")
+                        help="only the allocations on this resource provider")
 
 
 def _on_provider(found: list[orphans.Orphan],
@@ -65,9 +65,15 @@ def _budget(client: Any, found: list[orphans.Orphan]) -> tuple[int, int, str]:
 class ListOrphan(common.DrainLister):
     """List allocations whose consumer is gone or lives on another node.
 
-    Looks at every resource class, custom ones (CUSTOM_BAREMETAL_*) included,
-    on every provider of Nova's trees: rooted at a compute node, or at a
-    COMPUTE_NODE provider whose compute node record is gone.
+    An allocation is orphaned when its consumer is neither an instance nor
+    a migration in progress, or is an instance on another node (a source
+    allocation left behind). Every resource class is looked at, custom ones
+    such as CUSTOM_BAREMETAL_GOLD included, on every provider of Nova's
+    trees: those rooted at a compute node, or at a COMPUTE_NODE provider
+    whose compute node record is gone.
+
+    Columns: Consumer, Resource Provider, Host, Node, Resources, Reason,
+    Project.
     """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
@@ -85,14 +91,17 @@ class ClearOrphan(common.ClearCommand):
     """Remove orphaned allocations, only the orphaned part of each consumer.
 
     A consumer that also holds live allocations elsewhere keeps them: its
-    allocations are rewritten without the orphaned providers.
+    allocations are rewritten without the orphaned providers, with its
+    consumer generation. Otherwise its allocations are deleted. Each
+    consumer is checked again right before the write.
     """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument("consumers", metavar="<consumer>", nargs="*",
                             type=common.uuid_arg("consumer"),
-                            help="only these consumers (default: all orphans)")
+                            help="a consumer UUID that 'orphan list' shows "
+                                 "(default: every orphaned consumer)")
         _add_provider_option(parser)
         return parser
 

@@ -111,14 +111,31 @@ def _row(r: stale.StaleRecord) -> tuple[Any, ...]:
 
 
 class ListStale(common.DrainLister):
-    """List compute nodes and resource providers no live reporter backs."""
+    """List compute nodes and resource providers no live reporter backs.
+
+    A record is stale when its nova-compute service is down, with the last
+    heartbeat shown (service_down), or forced down (service_forced_down);
+    when its node is missing from Ironic (ironic_node_missing); when
+    another record has the same node name (duplicate_node); or when it is
+    a provider without a compute node (provider_without_node) or a compute
+    node without a provider (node_without_provider). Those codes fill the
+    Reason Codes column and are what --reason takes.
+
+    Columns: UUID, Kind, Host, Node, Hypervisor Type, Reasons, Reason Codes,
+    Instances, Allocations.
+
+    No node is called missing from Ironic without Ironic in the catalog, or
+    when the Ironic listing is not trusted (see --max-missing-fraction); in
+    the second case stderr says why.
+    """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument("--host", metavar="<host>",
-                            help="only records of this compute host")
+                            help="only the records of this compute host")
         parser.add_argument("--reason", metavar="<reason>", choices=REASONS,
-                            help="only records with this reason code")
+                            help="only the records with this code in their "
+                                 "Reason Codes column")
         common.add_missing_fraction_option(parser)
         return parser
 
@@ -142,15 +159,27 @@ class ListStale(common.DrainLister):
 
 
 class ClearStale(common.ClearCommand):
-    """Remove stale records as completely as possible, never what is in use."""
+    """Remove stale records as completely as possible, never what is in use.
+
+    A down service whose nodes are all stale and that has no instance is
+    deleted; Nova then removes its compute nodes, providers and host
+    mapping, and any provider Nova leaves behind is reported. A provider
+    without a compute node that no live consumer uses is deleted, after the
+    allocations of its dead consumers. A single duplicate or Ironic-deleted
+    compute node record is removed through Nova's object layer, and only
+    with --nova-config on a controller: no API removes one. Everything else
+    is skipped, with the reason.
+
+    Name the records by the UUIDs 'stale list' shows, or pass --all.
+    """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         which = parser.add_mutually_exclusive_group(required=True)
         which.add_argument("uuids", metavar="<uuid>", nargs="*", default=[],
                            type=common.uuid_arg("stale record"),
-                           help="compute node or provider UUIDs from "
-                                "'stale list'")
+                           help="a compute node or provider UUID that "
+                                "'stale list' shows")
         which.add_argument("--all", action="store_true",
                            help="every record 'stale list' shows")
         parser.add_argument(

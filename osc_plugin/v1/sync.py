@@ -38,12 +38,17 @@ class RunSync(common.DrainLister):
     CUSTOM_DRAIN_STALE_NODE marks duplicate records and nodes gone from
     Ironic. No other trait is touched. On a cloud without Ironic only
     duplicates are marked.
+
+    Runs once, or with --watch every --interval seconds, and lists what it
+    set and removed. One summary line per pass goes to stderr.
+
+    Columns: Target, UUID, Trait, Action, Why, Result.
     """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument("--dry-run", action="store_true",
-                            help="show what would change; change nothing")
+                            help="list what would change and change nothing")
         parser.add_argument(
             "--watch", action="store_true",
             help="run again every --interval seconds until stopped by a "
@@ -57,7 +62,8 @@ class RunSync(common.DrainLister):
         parser.add_argument(
             "--page-size", default=1000, metavar="<nodes>",
             type=common.int_arg("--page-size", 1, MAX_PAGE_SIZE),
-            help="Ironic nodes per request")
+            help="Ironic nodes per request (1 to "
+                 f"{MAX_PAGE_SIZE}; default 1000)")
         common.add_missing_fraction_option(parser)
         return parser
 
