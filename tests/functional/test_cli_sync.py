@@ -146,6 +146,16 @@ class NoIronicSyncTest(cli_harness.CliTestBase,
         self.assertEqual([], self.cli_json("drain", "sync"))
 
 
+#: Run a command with SIGINT at its default, as from an operator's
+#: terminal. A runner started in the background (``cmd &`` without job
+#: control) ignores SIGINT, every child inherits that through exec, and
+#: Python then installs no KeyboardInterrupt handler: Ctrl-C would be lost.
+DEFAULT_SIGINT = (sys.executable, "-c",
+                  "import os, signal, sys; "
+                  "signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                  "os.execv(sys.argv[1], sys.argv[1:])")
+
+
 class WatchTest(testtools.TestCase):
     """``sync --watch`` as a process, with Nova unreachable, and a signal."""
 
@@ -155,8 +165,8 @@ class WatchTest(testtools.TestCase):
         openstack = Path(sys.executable).parent / "openstack"
         watch = process.ServiceProcess(
             "drain sync --watch",
-            [str(openstack), "--os-auth-type", "none", "drain", "sync",
-             "--watch", "--interval", "5"],
+            [*DEFAULT_SIGINT, str(openstack), "--os-auth-type", "none",
+             "drain", "sync", "--watch", "--interval", "5"],
             log, env=process.child_env({
                 "OS_COMPUTE_ENDPOINT_OVERRIDE":
                     f"http://127.0.0.1:{closed}/v2.1",
