@@ -16,6 +16,7 @@ The decisions are in :mod:`nova_drain_filters.drain`; this module only reads
 Nova, placement and Ironic into its facts and performs its steps.
 """
 import dataclasses
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 from typing import Any
@@ -205,6 +206,10 @@ def row(step: drain.Step, result: str) -> Row:
 def failure(step: drain.Step, exc: Exception) -> str:
     """``host: what failed: the API's own words`` on one line."""
     return f"{step.host}: {step.action.value} {step.target}: {drain.tail(str(exc))}"
+
+
+#: run_all_or_nothing or run_each.
+Runner = Callable[[Any, Iterable[drain.Step]], tuple[list[Row], list[str]]]
 
 
 def run_all_or_nothing(client: Any, steps: Iterable[drain.Step]

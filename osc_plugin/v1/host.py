@@ -94,6 +94,18 @@ class _HostChange(common.ClearCommand):
         return self.confirm(parsed_args, lines if lines is not None
                             else [str(s) for s in plan.steps])
 
+    def ask_and_run(self, parsed_args: argparse.Namespace, plan: drain.Plan,
+                    runner: drain_steps.Runner) -> tuple[Any, Any]:
+        """Ask, then run the plan's steps with ``runner`` (one of
+        ``drain_steps.run_all_or_nothing`` or ``run_each``); the rows."""
+        go = self.ask(parsed_args, plan)
+        rows = self.rows_for(plan, go, parsed_args)
+        if go:
+            done, failures = runner(common.drain_client(self.app), plan.steps)
+            rows += done
+            self.failures += failures
+        return drain_steps.COLUMNS, rows
+
     def rows_for(self, plan: drain.Plan, go: bool,
                  parsed_args: argparse.Namespace) -> list[drain_steps.Row]:
         rows: list[drain_steps.Row] = [
@@ -134,14 +146,8 @@ class StartHost(_HostChange):
         if plan.refusals:
             raise exceptions.CommandError(
                 "nothing changed: " + "; ".join(map(str, plan.refusals)))
-        go = self.ask(parsed_args, plan)
-        rows = self.rows_for(plan, go, parsed_args)
-        if go:
-            done, failures = drain_steps.run_all_or_nothing(
-                common.drain_client(self.app), plan.steps)
-            rows += done
-            self.failures += failures
-        return drain_steps.COLUMNS, rows
+        return self.ask_and_run(parsed_args, plan,
+                                drain_steps.run_all_or_nothing)
 
 
 class CancelHost(_HostChange):
@@ -159,14 +165,7 @@ class CancelHost(_HostChange):
         plan = drain.plan_cancel([gathered.hosts[h] for h in hosts],
                                  gathered.has_ironic)
         self.failures += [str(r) for r in plan.refusals]
-        go = self.ask(parsed_args, plan)
-        rows = self.rows_for(plan, go, parsed_args)
-        if go:
-            done, failures = drain_steps.run_each(
-                common.drain_client(self.app), plan.steps)
-            rows += done
-            self.failures += failures
-        return drain_steps.COLUMNS, rows
+        return self.ask_and_run(parsed_args, plan, drain_steps.run_each)
 
 
 class FinishHost(_HostChange):
