@@ -31,6 +31,8 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 from concurrent import futures
 from typing import Any
+from typing import Protocol
+from typing import TypeVar
 
 from nova_drain_filters import decisions
 from nova_drain_filters.clients import compute
@@ -41,6 +43,19 @@ CONCURRENCY = 8
 
 #: The trait Nova's resource tracker puts on every compute node's root.
 COMPUTE_NODE_TRAIT = "COMPUTE_NODE"
+
+
+class NovaSide(Protocol):
+    """Where Nova's records come from: the compute API
+    (``compute.ComputeClient``) or, on a controller, the cell databases
+    (``nova_db.NovaRecords``, as ``nova-manage placement audit`` reads)."""
+
+    def hypervisors(self) -> list[compute.Hypervisor]: ...
+
+    def servers(self) -> list[compute.Server]: ...
+
+    def migrations_in_progress(self) -> list[compute.Migration]: ...
+
 
 #: Server statuses while allocations are in transit between two nodes.
 MOVING = frozenset({"MIGRATING", "RESIZE", "VERIFY_RESIZE", "REVERT_RESIZE",
@@ -201,33 +216,45 @@ def read_allocations(
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, dict[str, dict[str, int]]]:
     """Provider allocations, with bounded concurrency (one request each)."""
-    providers = list(providers)
-    found: dict[str, dict[str, dict[str, int]]] = {}
+    return _read_each(client.provider_allocations, providers, progress)
+
+
+R = TypeVar("R")
+
+
+def _read_each(read: Callable[[str], R], keys: Iterable[str],
+               progress: Callable[[int, int], None] | None = None,
+               ) -> dict[str, R]:
+    """``{key: read(key)}``, CONCURRENCY reads in flight at once: placement
+    serves them in parallel (one per WSGI worker), where one at a time
+    would wait on each in turn."""
+    keys = list(keys)
+    found: dict[str, R] = {}
     with futures.ThreadPoolExecutor(CONCURRENCY) as pool:
-        jobs = {pool.submit(client.provider_allocations, rp): rp
-                for rp in providers}
+        jobs = {pool.submit(read, key): key for key in keys}
         for done, job in enumerate(futures.as_completed(jobs), 1):
             found[jobs[job]] = job.result()
             if progress:
-                progress(done, len(providers))
+                progress(done, len(keys))
     return found
 
 
 def gather(
-    compute: compute.ComputeClient, client: placement.PlacementClient,
+    nova: NovaSide, client: placement.PlacementClient,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Orphan]:
     """Every orphan in the cloud, with its consumer's project.
 
-    Requests: hypervisor, server and migration pages, one provider list
+    Requests: hypervisor, server and migration pages (or, from the cell
+    databases, a few queries per cell and no request), one provider list
     (plus one ``COMPUTE_NODE`` query only when some root has no compute
     node record), one allocation read per provider of Nova's trees, and one
     read per orphaned consumer for its project; never one per healthy
     consumer.
     """
-    nodes = {h.uuid: h for h in compute.hypervisors()}
-    servers = compute.servers()
-    migrations = compute.migrations_in_progress()
+    nodes = {h.uuid: h for h in nova.hypervisors()}
+    servers = nova.servers()
+    migrations = nova.migrations_in_progress()
     providers = client.providers()
     marked: set[str] = set()
     if roots_without_record(providers, nodes):
@@ -236,11 +263,9 @@ def gather(
     trees = nova_trees(providers, nodes, marked)
     allocations = read_allocations(client, sorted(trees), progress)
     orphans = find_orphans(allocations, trees, servers, migrations)
-    projects: dict[str, str | None] = {}
-    for orphan in orphans:
-        if orphan.consumer not in projects:
-            body = client.consumer_allocations(orphan.consumer)
-            projects[orphan.consumer] = body.get("project_id")
+    projects = _read_each(
+        lambda consumer: client.consumer_allocations(consumer).get(
+            "project_id"), {o.consumer for o in orphans})
     return [dataclasses.replace(o, project=projects[o.consumer])
             for o in orphans]
 

@@ -55,6 +55,7 @@ import contextlib
 import dataclasses
 import io
 import re
+import shutil
 import statistics
 import sys
 import threading
@@ -86,11 +87,22 @@ COPIED = ("user_id", "project_id", "image_ref", "vm_state", "power_state",
           "root_device_name", "config_drive", "locked", "key_name",
           "os_type", "architecture", "vm_mode", "display_description")
 MAGIC = "CUSTOM_MAGIC"
+IN_PROCESS = "in-process"
+SERVER = "server"
+WHERE_TEXT = {
+    IN_PROCESS: "in-process (Nova's harness: wsgi-intercept, one GIL; "
+                "requests in flight gain nothing)",
+    SERVER: "as a real pre-forking WSGI server on loopback (a copy of the "
+            "same database)",
+}
 OURS = "drain orphan list"
+OURS_DB = "... --nova-config"
 ENGINE = "orphans.gather"
 AUDIT = "placement audit"
 AUDIT_ROW = re.compile(r"Allocations for consumer UUID (\S+) on Resource "
                        r"Provider (\S+) can be deleted")
+#: What --nova-config names in the bench: the harness's own configuration.
+HARNESS_CONF = "<nova harness>"
 REMOVAL_FAILS = ("nova.scheduler.client.report.SchedulerReportClient."
                  "delete_allocation_for_instance")
 
@@ -112,6 +124,7 @@ class Measure:
     placement: int
     sql: int
     found: set[tuple[str, str]]
+    where: str = ""
 
 
 @dataclasses.dataclass
@@ -185,7 +198,7 @@ def make_driver_module() -> None:
     sys.modules[module.__name__] = module
 
 
-def build_case(sizes: tuple[int, ...], repeat: int,
+def build_case(sizes: tuple[int, ...], repeat: int, workers: int,
                run: Run) -> unittest.TestCase:
     import importlib
 
@@ -201,10 +214,12 @@ def build_case(sizes: tuple[int, ...], repeat: int,
     from nova.network import model as network_model
     from nova.scheduler.client import report
 
+    from nova_drain_filters import nova_compat
     from nova_drain_filters import orphans
     from nova_drain_filters.clients import http
     from osc_plugin import client as osc_client
     from tests.functional import cli_harness
+    from tests.functional.services import placement_server
 
     make_driver_module()
     driver = sys.modules["nova.virt.bench_multinode"].MultiNodeDriver
@@ -235,13 +250,56 @@ def build_case(sizes: tuple[int, ...], repeat: int,
                 self.grow(nodes)
                 run.build_seconds[nodes] = time.monotonic() - started
                 providers, allocations = self.held()
-                for _ in range(repeat):
-                    run.measures.append(self.measure_ours(
-                        nodes, providers, allocations))
-                    run.measures.append(self.measure_engine(
-                        nodes, providers, allocations))
-                    run.measures.append(self.measure_audit(
-                        nodes, providers, allocations))
+                self.measure_all(IN_PROCESS, nodes, providers, allocations)
+                if workers:
+                    with self.real_placement(workers):
+                        self.measure_all(f"{SERVER} x{workers}", nodes,
+                                         providers, allocations)
+
+        def measure_all(self, where: str, nodes: int, providers: int,
+                        allocations: int) -> None:
+            for _ in range(repeat):
+                for measure in (
+                        self.measure_ours(nodes, providers, allocations),
+                        self.measure_ours(nodes, providers, allocations,
+                                          nova_db=True),
+                        self.measure_engine(nodes, providers, allocations),
+                        self.measure_audit(nodes, providers, allocations)):
+                    run.measures.append(dataclasses.replace(measure,
+                                                            where=where))
+
+        @contextlib.contextmanager
+        def real_placement(self, workers: int) -> Iterator[None]:
+            """Placement served by a real pre-forking WSGI server with
+            ``workers`` processes, on a copy of this cloud's placement
+            database, for both tools: Nova's report client (the fixture's
+            ``endpoint``, ``nova/tests/functional/fixtures.py``) and ours
+            (the CLI's catalog)."""
+            import sqlite3
+            import tempfile
+
+            from placement import db_api
+            folder = Path(tempfile.mkdtemp(prefix="bench-placement-"))
+            copy = sqlite3.connect(folder / "placement.db")
+            raw = db_api.get_placement_engine().raw_connection()
+            try:
+                raw.driver_connection.backup(copy)
+            finally:
+                raw.close()
+                copy.close()
+            server = placement_server.PlacementServer(
+                database=folder / "placement.db", workers=workers)
+            fixture = nova_compat.placement_fixture(self)
+            before = (fixture.endpoint, self.cli_auth.endpoints["placement"])
+            server.start()
+            try:
+                fixture.endpoint = server.url
+                self.cli_auth.endpoints["placement"] = server.url
+                yield
+            finally:
+                fixture.endpoint, self.cli_auth.endpoints["placement"] = before
+                server.stop()
+                shutil.rmtree(folder, ignore_errors=True)
 
         def grow(self, nodes: int) -> None:
             compute = self.computes["bench"]
@@ -373,13 +431,22 @@ def build_case(sizes: tuple[int, ...], repeat: int,
                                         statement)
 
         def measure_ours(self, nodes: int, providers: int,
-                         allocations: int) -> Measure:
+                         allocations: int, nova_db: bool = False) -> Measure:
+            """The real shell; with ``nova_db``, ``--nova-config`` naming
+            the harness's configuration, which this process has loaded
+            already (as a controller's nova.conf would be parsed)."""
+            args = ["drain", "orphan", "list"]
+            if nova_db:
+                args += ["--nova-config", HARNESS_CONF]
             counter = Counter()
-            with self.counting(counter):
+            with self.counting(counter), fixtures.MonkeyPatch(
+                    "nova_drain_filters.clients.nova_db._loaded",
+                    HARNESS_CONF):
                 started = time.monotonic()
-                rows = self.cli_json("drain", "orphan", "list")
+                rows = self.cli_json(*args)
                 seconds = time.monotonic() - started
-            return Measure(OURS, nodes, providers, allocations,
+            return Measure(OURS_DB if nova_db else OURS, nodes, providers,
+                           allocations,
                            seconds, counter.counts["nova"],
                            counter.counts["placement"], counter.counts["sql"],
                            {(r["Consumer"], r["Resource Provider"])
@@ -417,8 +484,10 @@ def build_case(sizes: tuple[int, ...], repeat: int,
     return BenchOrphans("test_bench")
 
 
-def _median(measures: list[Measure], tool: str, nodes: int) -> Measure | None:
-    mine = [m for m in measures if m.tool == tool and m.nodes == nodes]
+def _median(measures: list[Measure], tool: str, nodes: int,
+            where: str) -> Measure | None:
+    mine = [m for m in measures
+            if m.tool == tool and m.nodes == nodes and m.where == where]
     if not mine:
         return None
     middle = statistics.median_low([m.seconds for m in mine])
@@ -426,7 +495,7 @@ def _median(measures: list[Measure], tool: str, nodes: int) -> Measure | None:
 
 
 def report(run: Run, sizes: tuple[int, ...], out: Any) -> list[str]:
-    """Print the table; return the problems (missed audit findings)."""
+    """Print the tables; return the problems (missed audit findings)."""
     def say(text: str = "") -> None:
         print(text, file=out)
 
@@ -437,43 +506,48 @@ def report(run: Run, sizes: tuple[int, ...], out: Any) -> list[str]:
     say("Median of the runs at each size (api = Nova API requests, plac = "
         "placement\nrequests, sql = SQL statements the in-process services "
         "ran, found =\n(consumer, provider) pairs reported):")
-    say(head)
-    say("-" * len(head))
-    for nodes in sizes:
-        audit = _median(run.measures, AUDIT, nodes)
-        if not audit:
-            continue
-        rows = [(audit, "")]
-        for tool in (OURS, ENGINE):
-            m = _median(run.measures, tool, nodes)
-            if not m:
+    for where in dict.fromkeys(m.where for m in run.measures):
+        say()
+        say(f"Placement {WHERE_TEXT.get(where.split()[0], where)}"
+            + (f", {where.split()[1][1:]} worker processes"
+               if where.startswith(SERVER) else "") + ":")
+        say(head)
+        say("-" * len(head))
+        for nodes in sizes:
+            audit = _median(run.measures, AUDIT, nodes, where)
+            if not audit:
                 continue
-            missed = audit.found - m.found
-            rows.append((m, (
-                f"superset: {'yes' if not missed else 'NO'}, "
-                f"+{len(m.found - audit.found)} the audit does not report; "
-                f"audit/ours {audit.seconds / m.seconds:.1f}x")))
-            if missed:
-                problems.append(f"nodes={nodes}: {tool} misses "
-                                f"{len(missed)} audit finding(s): "
-                                f"{sorted(missed)[:3]}")
-        for m, note in rows:
-            say(f"{m.nodes:>5} {m.providers:>4} {m.allocations:>6}  "
-                f"{m.tool:<17} {m.seconds:>7.2f} {m.api:>5} "
-                f"{m.placement:>5} {m.sql:>6} {len(m.found):>5}  {note}")
-    lo, hi = sizes[0], sizes[-1]
-    say()
-    for tool in (OURS, ENGINE, AUDIT):
-        a, b = _median(run.measures, tool, lo), _median(run.measures, tool, hi)
-        if a and b and lo != hi:
-            say(f"{tool}: {a.seconds:.2f}s -> {b.seconds:.2f}s "
-                f"({b.seconds / a.seconds:.1f}x) for {a.providers} -> "
-                f"{b.providers} providers, {a.allocations} -> "
-                f"{b.allocations} allocations; requests "
-                f"{a.api + a.placement} -> {b.api + b.placement}, SQL "
-                f"{a.sql} -> {b.sql}")
+            rows = [(audit, "")]
+            for tool in (OURS, OURS_DB, ENGINE):
+                m = _median(run.measures, tool, nodes, where)
+                if not m:
+                    continue
+                missed = audit.found - m.found
+                rows.append((m, (
+                    f"superset: {'yes' if not missed else 'NO'}, "
+                    f"+{len(m.found - audit.found)} the audit does not "
+                    f"report; audit/ours {audit.seconds / m.seconds:.1f}x")))
+                if missed:
+                    problems.append(f"nodes={nodes} ({where}): {tool} misses "
+                                    f"{len(missed)} audit finding(s): "
+                                    f"{sorted(missed)[:3]}")
+            for m, note in rows:
+                say(f"{m.nodes:>5} {m.providers:>4} {m.allocations:>6}  "
+                    f"{m.tool:<17} {m.seconds:>7.2f} {m.api:>5} "
+                    f"{m.placement:>5} {m.sql:>6} {len(m.found):>5}  {note}")
+        lo, hi = sizes[0], sizes[-1]
+        for tool in (OURS, OURS_DB, ENGINE, AUDIT):
+            a = _median(run.measures, tool, lo, where)
+            b = _median(run.measures, tool, hi, where)
+            if a and b and lo != hi:
+                say(f"  {tool}: {a.seconds:.2f}s -> {b.seconds:.2f}s "
+                    f"({b.seconds / a.seconds:.1f}x) for {a.providers} -> "
+                    f"{b.providers} providers, {a.allocations} -> "
+                    f"{b.allocations} allocations; requests "
+                    f"{a.api + a.placement} -> {b.api + b.placement}")
     build = ", ".join(f"{n} nodes +{s:.0f}s" for n, s in
                       run.build_seconds.items())
+    say()
     say(f"Cloud built in: {build} ({'; '.join(run.notes)})")
     return problems
 
@@ -499,6 +573,11 @@ def main(argv: list[str] | None = None) -> int:
                     description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--sizes", type=_sizes, default=SIZES,
                         help="node counts, e.g. 30,120 (2 providers each)")
+    parser.add_argument("--placement-workers", type=int, default=2,
+                        choices=range(0, 17), metavar="0..16",
+                        help="also time both tools against placement served "
+                             "by this many worker processes (0: in-process "
+                             "only)")
     parser.add_argument("--repeat", type=int, default=3,
                         choices=range(1, 11), metavar="1..10",
                         help="runs of each tool per size (median shown)")
@@ -507,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     run = Run()
     error = harness_run.run_quietly(
-        build_case(args.sizes, args.repeat, run),
+        build_case(args.sizes, args.repeat, args.placement_workers, run),
         lambda: run.stdlog.logger.output if run.stdlog else "")
     problems = report(run, args.sizes, out)
     print(f"Whole run {time.monotonic() - started:.0f}s", file=out)

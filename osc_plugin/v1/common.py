@@ -25,6 +25,7 @@ from oslo_utils import uuidutils
 from nova_drain_filters import decisions
 from nova_drain_filters import stale
 from nova_drain_filters.clients import http
+from nova_drain_filters.clients import nova_db
 from osc_plugin import client as drain_client_mod
 
 #: Exit status of a list command given --exit-code when it found anything.
@@ -117,10 +118,11 @@ def check_budget(acting: int, total: int, what: str,
 
 @contextlib.contextmanager
 def api_errors() -> Iterator[None]:
-    """Turn a failed request into osc's one-line error, never a traceback."""
+    """Turn a failed request (or an unreadable Nova database, with
+    --nova-config) into osc's one-line error, never a traceback."""
     try:
         yield
-    except http.ApiError as exc:
+    except (http.ApiError, nova_db.Unavailable) as exc:
         raise exceptions.CommandError(str(exc)) from None
 
 

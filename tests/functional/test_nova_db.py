@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""nova_db.delete_compute_node against a real, file-backed Nova database.
+"""nova_db against real, file-backed Nova databases: delete_compute_node,
+and NovaRecords (Nova's side of ``orphan list --nova-config``).
 
 ``nova.config.parse_args`` changes the process-wide oslo.config CONF, so the
 code under test always runs in a child Python, never in this process. The
@@ -27,6 +28,7 @@ import sys
 import tempfile
 import uuid
 from contextlib import closing
+from typing import Any
 
 import testtools
 
@@ -62,6 +64,71 @@ for uuid in sys.argv[2:]:
         print(json.dumps(["ok", nova_db.delete_compute_node(uuid, sys.argv[1])]))
     except nova_db.Unavailable as exc:
         print(json.dumps(["unavailable", str(exc)]))
+"""
+
+# argv: nova.conf, host, node: a service and a node on it in cell1, and
+# instances and migrations in every state NovaRecords must tell apart; one
+# JSON line {name: uuid}.
+RECORDS = """
+import json, sys, uuid
+from nova import config, context, objects
+config.parse_args(["test"], default_config_files=[sys.argv[1]])
+objects.register_all()
+conf, host, node = sys.argv[1:]
+ctxt = context.get_admin_context()
+cells = {c.name: c for c in objects.CellMappingList.get_all(ctxt)}
+made = {}
+def instance(cctxt, name, **fields):
+    if "node" in fields:
+        fields["compute_id"] = made["node-id"]
+    inst = objects.Instance(cctxt, uuid=str(uuid.uuid4()), project_id="p-" + name,
+                            user_id="u", **fields)
+    inst.create()
+    made[name] = inst.uuid
+    return inst
+with context.target_cell(ctxt, cells["cell1"]) as cctxt:
+    objects.Service(cctxt, host=host, binary="nova-compute",
+                    topic="compute").create()
+    cn = objects.ComputeNode(
+        cctxt, host=host, hypervisor_hostname=node, uuid=str(uuid.uuid4()),
+        vcpus=1, memory_mb=512, local_gb=10, vcpus_used=0, memory_mb_used=0,
+        local_gb_used=0, hypervisor_type="ironic", hypervisor_version=1,
+        cpu_info="{}")
+    cn.create()
+    made["node"], made["node-id"] = cn.uuid, cn.id
+    instance(cctxt, "active", host=host, node=node, vm_state="active")
+    instance(cctxt, "resizing", host=host, node=node, vm_state="active",
+             task_state="resize_migrating")
+    instance(cctxt, "deleted", host=host, node=node,
+             vm_state="deleted").destroy()
+    instance(cctxt, "hidden", host=host, node=node, vm_state="active",
+             hidden=True)
+    for status in ("running", "confirmed"):
+        mig = objects.Migration(
+            cctxt, instance_uuid=made["resizing"], source_compute=host,
+            dest_compute=host, source_node=node, dest_node=node,
+            dest_compute_id=made["node-id"], status=status,
+            migration_type="resize")
+        mig.create()
+        made["migration-" + status] = mig.uuid
+with context.target_cell(ctxt, cells["cell0"]) as cctxt:
+    instance(cctxt, "never-built", vm_state="error")
+print(json.dumps(made))
+"""
+
+# argv: nova.conf; NovaRecords' three lists as one JSON line, or the
+# one-line error.
+READ = """
+import dataclasses, json, sys
+from nova_drain_filters.clients import nova_db
+try:
+    records = nova_db.NovaRecords(sys.argv[1])
+    lists = ("hypervisors", "servers", "migrations_in_progress")
+    print(json.dumps({what: [dataclasses.asdict(x)
+                             for x in getattr(records, what)()]
+                      for what in lists}))
+except nova_db.Unavailable as exc:
+    print(json.dumps({"unavailable": str(exc)}))
 """
 
 
@@ -181,6 +248,66 @@ class NovaDbTest(testtools.TestCase):
                               text=True, timeout=TIMEOUT, check=False)
         kinds = [json.loads(line)[0] for line in proc.stdout.splitlines()]
         self.assertEqual((0, ["unavailable"]), (proc.returncode, kinds))
+
+    def read_records(self, config: str) -> dict[str, Any]:
+        proc = _run([sys.executable, "-c", READ, config], REPO)
+        self.assertNotIn("Traceback", proc.stderr)
+        result: dict[str, Any] = json.loads(proc.stdout)
+        return result
+
+    def test_records_as_the_api_would_show_them(self) -> None:
+        host = f"host-{uuid.uuid4()}"
+        node = f"ironic-{uuid.uuid4()}"
+        made = json.loads(_run([sys.executable, "-c", RECORDS, self.conf,
+                                host, node], self.tmp).stdout)
+        read = self.read_records(self.conf)
+        servers = {s["uuid"]: s for s in read["servers"]}
+        self.assertEqual(
+            {"uuid": made["active"], "status": "ACTIVE", "host": host,
+             "node": node, "project_id": "p-active"}, servers[made["active"]])
+        # The status the API shows (status_from_state): a resize in flight.
+        self.assertEqual("RESIZE", servers[made["resizing"]]["status"])
+        # cell0 is read too: an instance that never built has no node.
+        self.assertEqual((None, "ERROR"), (servers[made["never-built"]]["node"],
+                                           servers[made["never-built"]]["status"]))
+        # Deleted instances and the hidden copy of a cross-cell resize are
+        # not listed, as GET /servers/detail does not list them.
+        self.assertNotIn(made["deleted"], servers)
+        self.assertNotIn(made["hidden"], servers)
+        migrations = {m["uuid"]: m for m in read["migrations_in_progress"]}
+        self.assertIn(made["migration-running"], migrations)
+        self.assertNotIn(made["migration-confirmed"], migrations)
+        self.assertEqual((made["resizing"], node), (
+            migrations[made["migration-running"]]["instance_uuid"],
+            migrations[made["migration-running"]]["source_node"]))
+        nodes = {h["uuid"]: h for h in read["hypervisors"]}
+        self.assertEqual((host, node, "enabled"), (
+            nodes[made["node"]]["host"],
+            nodes[made["node"]]["hypervisor_hostname"],
+            nodes[made["node"]]["status"]))
+        self.assertIsNotNone(nodes[made["node"]]["service_id"])
+
+    def test_records_from_an_unreadable_cell_are_an_error(self) -> None:
+        # A cell whose database cannot be read must not look empty: its
+        # instances would all look gone, their allocations orphaned.
+        broken = os.path.join(self.tmp, "broken")
+        shutil.copytree(self.tmp, broken,
+                        ignore=shutil.ignore_patterns("broken", "*.log"))
+        os.remove(os.path.join(broken, "cell1.db"))
+        os.mkdir(os.path.join(broken, "cell1.db"))  # sqlite cannot open it
+        conf = os.path.join(broken, "nova.conf")
+        with closing(sqlite3.connect(os.path.join(broken, "api.db"))) as db:
+            db.execute("UPDATE cell_mappings SET database_connection = "
+                       "replace(database_connection, ?, ?)",
+                       (self.tmp + "/", broken + "/"))
+            db.commit()
+        with open(conf, "w") as f:
+            f.write(open(self.conf).read().replace(self.tmp + "/",
+                                                   broken + "/"))
+        read = self.read_records(conf)
+        self.assertEqual(["unavailable"], list(read), read)
+        self.assertIn("cannot read cell", read["unavailable"])
+        self.assertNotIn("\n", read["unavailable"])
 
     def test_cli_help_mentions_nova_config(self) -> None:
         proc = _run([os.path.join(BIN, "openstack"), "drain", "stale", "clear",

@@ -23,8 +23,14 @@ runs Nova's own audit (``PlacementCommands.audit(verbose=True)``,
   resource class outside its list, or an instance on another node);
 * our list is exactly the orphans the scenario made, and never an
   allocation of a live instance or of a migration in progress;
-* after ``orphan clear --yes`` every live allocation is byte-for-byte what
-  it was, and a second run (ours and the audit) finds nothing.
+* ``orphan list --nova-config`` (Nova's side read from the cell databases,
+  as the audit reads it) gives exactly the same rows as the API path;
+* after ``orphan clear --yes`` (with ``--nova-config`` on odd seeds) every
+  live allocation is byte-for-byte what it was, and a second run (ours and
+  the audit) finds nothing.
+
+``--nova-config`` names the harness's configuration, which this process
+has loaded already; loading a real nova.conf is ``test_nova_db``'s part.
 
 The seed is printed (a ``seed`` detail and every failure message) and
 ``NDF_AUDIT_SEEDS=7,42`` runs chosen seeds instead of :data:`SEEDS`.
@@ -60,6 +66,8 @@ BUILD_POLLS = 600
 HOSTS = ("host1", "host2", "host3", "spare")
 AUDIT_ROW = re.compile(r"Allocations for consumer UUID (\S+) on Resource "
                        r"Provider (\S+) can be deleted")
+#: What --nova-config names here: the configuration the harness loaded.
+HARNESS_CONF = "<nova harness>"
 REMOVAL_FAILS = ("nova.scheduler.client.report.SchedulerReportClient."
                  "delete_allocation_for_instance")
 
@@ -129,6 +137,8 @@ class OrphansVsAuditTest(cli_harness.CliTestBase):
 
     def setUp(self) -> None:
         super().setUp()
+        self.useFixture(fixtures.MonkeyPatch(
+            "nova_drain_filters.clients.nova_db._loaded", HARNESS_CONF))
         self.plain = self._create_flavor(memory_mb=256, vcpu=1, disk=1,
                                          ephemeral=0)
         self.magic = self._create_flavor(memory_mb=256, vcpu=1, disk=1,
@@ -273,6 +283,9 @@ class OrphansVsAuditTest(cli_harness.CliTestBase):
         rows = self.cli_json("drain", "orphan", "list")
         ours = {(r["Consumer"], r["Resource Provider"]) for r in rows}
         say += f"audit rc {rc}:\n{text}\nours: {json.dumps(rows, indent=1)}"
+        self.assertEqual(rows, self.cli_json(
+            "drain", "orphan", "list", "--nova-config", HARNESS_CONF),
+            "--nova-config differs from the API; " + say)
 
         self.assertEqual(set(), audited - ours, "audit orphans we miss; " + say)
         for row in rows:
@@ -292,8 +305,9 @@ class OrphansVsAuditTest(cli_harness.CliTestBase):
 
         before = self.consumers()
         # A 4-node cloud: the default disruption budget would allow one.
+        from_db = ("--nova-config", HARNESS_CONF) if seed % 2 else ()
         done = self.cli("drain", "orphan", "clear", "--yes", "--max-fraction",
-                        "1", "-f", "json")
+                        "1", "-f", "json", *from_db)
         self.assertEqual(0, done.rc, done.stderr + say)
         results = {r["Result"].split(",")[0] for r in json.loads(done.stdout)}
         self.assertLessEqual(results, {"deleted", "rewritten"}, done.stdout)

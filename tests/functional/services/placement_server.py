@@ -17,9 +17,12 @@ own WSGI entry point) under the stdlib single-threaded ``wsgiref`` server,
 with a private SQLite database that placement migrates at start-up
 (``[placement_database] sync_on_startup``) and ``noauth2`` auth.
 
-Run as ``python -m tests.functional.services.placement_server HOST PORT``
-this module is that child; ``OS_PLACEMENT_CONFIG_DIR`` must name the
-directory holding ``placement.conf``.
+Run as ``python -m tests.functional.services.placement_server HOST PORT
+[WORKERS]`` this module is that child; ``OS_PLACEMENT_CONFIG_DIR`` must
+name the directory holding ``placement.conf``. With WORKERS above 1 the
+child binds once and forks, and each worker process accepts on the shared
+socket, as a pre-forking WSGI container (uWSGI, mod_wsgi) serves placement
+in a real cloud: requests are served in parallel, one per worker.
 """
 
 from __future__ import annotations
@@ -49,17 +52,21 @@ ADMIN_TOKEN = "admin"
 
 MODULE = "tests.functional.services.placement_server"
 
+SERVING = "placement serving on"
+"""What each worker logs once its app is built and it accepts."""
+
 
 def placement_config(
-    state_dir: Path, debug: bool = False
+    state_dir: Path, debug: bool = False, database: Path | None = None
 ) -> dict[str, dict[str, str | bool]]:
-    """Return placement.conf sections for an isolated server."""
+    """Return placement.conf sections for an isolated server: its own new
+    database, or ``database`` (an SQLite file already migrated)."""
     return {
         "DEFAULT": {"debug": debug, "use_stderr": True},
         "api": {"auth_strategy": "noauth2"},
         "placement_database": {
-            "connection": f"sqlite:///{state_dir / 'placement.db'}",
-            "sync_on_startup": True,
+            "connection": f"sqlite:///{database or state_dir / 'placement.db'}",
+            "sync_on_startup": database is None,
         },
     }
 
@@ -76,30 +83,37 @@ class PlacementServer(LoopbackService):
         ready_timeout: float = 60.0,
         debug: bool = False,
         python: str = sys.executable,
+        database: Path | None = None,
+        workers: int = 1,
     ):
         super().__init__(host, port, ready_timeout, debug)
         self.python = python
+        self.database = database
+        self.workers = workers
 
     def _start_once(self) -> None:
         self.state_dir = make_service_dir("ndf-placement-")
         atexit.register(self.stop)
         write_ini(
             self.state_dir / "placement.conf",
-            placement_config(self.state_dir, self.debug),
+            placement_config(self.state_dir, self.debug, self.database),
         )
-        self._process = ServiceProcess(
+        process = self._process = ServiceProcess(
             "placement",
-            [self.python, "-m", MODULE, self.host, str(self.port)],
+            [self.python, "-m", MODULE, self.host, str(self.port),
+             str(self.workers)],
             self.state_dir / "placement.log",
             env=child_env({"OS_PLACEMENT_CONFIG_DIR": str(self.state_dir)}),
             cwd=REPO_ROOT,
         )
-        self._process.start()
-        # The app (and its DB sync) is built before the server binds, so
-        # an answer from / means the database is ready too.
+        process.start()
+        # Each worker builds the app (and the DB sync) before it says it
+        # serves, so an answer from / after every worker has said so means
+        # the database is ready too.
         with http_session({"X-Auth-Token": ADMIN_TOKEN}) as session:
             self._wait_ready(
-                lambda: session.get(f"{self.url}/", timeout=2).status_code == 200
+                lambda: process.log_tail(10**6).count(SERVING) >= self.workers
+                and session.get(f"{self.url}/", timeout=2).status_code == 200
             )
 
 
@@ -166,16 +180,31 @@ class PlacementTestClient(JsonTestClient):
         return self.request("PUT", path, body).json()["traits"]
 
 
-def serve(host: str, port: int) -> None:
-    """Serve placement's WSGI app on ``host:port`` until killed."""
+def serve(host: str, port: int, workers: int = 1) -> None:
+    """Serve placement's WSGI app on ``host:port`` until killed.
+
+    The socket is bound before any fork and the app is built after it, in
+    each worker, so no database connection is shared across processes.
+    """
+    import os
     from wsgiref import simple_server
 
+    class Server(simple_server.WSGIServer):
+        # socketserver's backlog of 5 drops connections when more clients
+        # than that connect at once (1 s SYN retries); uWSGI listens with 100.
+        request_queue_size = 128
+
+    server = Server((host, port), simple_server.WSGIRequestHandler)
+    for _ in range(workers - 1):
+        if os.fork() == 0:
+            break  # a worker: build the app and serve
     from placement.wsgi import api
 
-    server = simple_server.make_server(host, port, api.application)
-    print(f"placement serving on http://{host}:{port}", flush=True)
+    server.set_app(api.application)
+    print(f"{SERVING} http://{host}:{port} (pid {os.getpid()})", flush=True)
     server.serve_forever()
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], int(sys.argv[2]))
+    serve(sys.argv[1], int(sys.argv[2]),
+          int(sys.argv[3]) if len(sys.argv) > 3 else 1)

@@ -11,8 +11,11 @@
 # under the License.
 
 """``openstack drain orphan list|clear`` against a fake cloud."""
+from unittest import mock
+
 from osc_lib import exceptions
 
+from nova_drain_filters.clients import nova_db
 from osc_plugin.v1 import orphan
 from tests.unit import drain_fakes as df
 from tests.unit.osc_plugin import fakes
@@ -67,6 +70,28 @@ class TestListOrphan(fakes.CommandTestCase):
         client.nova.errors["migrations_in_progress"] = error
         exc = self.assertRaises(exceptions.CommandError, self.take, client)
         self.assertEqual(str(error), str(exc))
+
+
+    def test_nova_config_reads_nova_from_its_databases(self) -> None:
+        client = fakes.orphan_cloud()
+        records = fakes.orphan_cloud().nova  # the same cloud, another source
+        with mock.patch.object(nova_db, "NovaRecords",
+                               return_value=records) as made:
+            _, rows = self.take(client, "--nova-config", "/etc/nova/nova.conf")
+        made.assert_called_once_with("/etc/nova/nova.conf")
+        self.assertEqual([ROW_ELSE, ROW_GONE_N1, ROW_GONE_GPU], rows)
+        self.assertEqual([], client.nova.calls)
+        self.assertEqual({"hypervisors", "servers", "migrations_in_progress"},
+                         {c[0] for c in records.calls})
+
+    def test_nova_config_that_cannot_be_used_is_one_line(self) -> None:
+        why = nova_db.Unavailable("cannot read cell cell1: unable to open "
+                                  "database file")
+        with mock.patch.object(nova_db, "NovaRecords", side_effect=why):
+            exc = self.assertRaises(exceptions.CommandError, self.take,
+                                    fakes.orphan_cloud(), "--nova-config",
+                                    "/etc/nova/nova.conf")
+        self.assertEqual(str(why), str(exc))
 
 
 class TestClearOrphan(fakes.CommandTestCase):
@@ -164,6 +189,15 @@ class TestClearOrphan(fakes.CommandTestCase):
                                 self.client)
         self.assertIn("--yes", str(exc))
         self.assertEqual([], self.client.placement.writes)
+
+    def test_nova_config_feeds_the_plan_and_the_budget(self) -> None:
+        records = fakes.orphan_cloud().nova
+        with mock.patch.object(nova_db, "NovaRecords", return_value=records):
+            self.take(self.client, "--dry-run", "--nova-config",
+                      "/etc/nova/nova.conf")
+        self.assertEqual([], self.client.nova.called("servers"))
+        self.assertEqual([], self.client.nova.called("hypervisors"))
+        self.assertEqual(2, len(records.called("hypervisors")))
 
     def test_nothing_to_do(self) -> None:
         _, rows = self.take(fakes.FakeDrainClient(), "--yes")
