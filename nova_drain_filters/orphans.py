@@ -27,6 +27,7 @@ own) and so are the consumers on it.
 """
 import dataclasses
 from collections.abc import Callable
+from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Mapping
 from concurrent import futures
@@ -242,15 +243,21 @@ def _read_each(read: Callable[[str], R], keys: Iterable[str],
 def gather(
     nova: NovaSide, client: placement.PlacementClient,
     progress: Callable[[int, int], None] | None = None,
+    deleted_projects: Callable[[Collection[str]], Mapping[str, str]]
+    | None = None,
 ) -> list[Orphan]:
     """Every orphan in the cloud, with its consumer's project.
+
+    The project is the instance's when Nova still has it (an instance
+    elsewhere, or a deleted one through ``deleted_projects``, e.g.
+    ``nova_db.NovaRecords.deleted_projects``), otherwise placement's.
 
     Requests: hypervisor, server and migration pages (or, from the cell
     databases, a few queries per cell and no request), one provider list
     (plus one ``COMPUTE_NODE`` query only when some root has no compute
     node record), one allocation read per provider of Nova's trees, and one
-    read per orphaned consumer for its project; never one per healthy
-    consumer.
+    read per orphaned consumer whose project Nova no longer knows; never
+    one per healthy consumer.
     """
     nodes = {h.uuid: h for h in nova.hypervisors()}
     servers = nova.servers()
@@ -263,9 +270,15 @@ def gather(
     trees = nova_trees(providers, nodes, marked)
     allocations = read_allocations(client, sorted(trees), progress)
     orphans = find_orphans(allocations, trees, servers, migrations)
-    projects = _read_each(
+    projects: dict[str, str | None] = {}
+    consumers = {o.consumer for o in orphans}
+    projects.update((s.uuid, s.project_id) for s in servers
+                    if s.uuid in consumers and s.project_id)
+    if deleted_projects and consumers - set(projects):
+        projects.update(deleted_projects(consumers - set(projects)))
+    projects.update(_read_each(
         lambda consumer: client.consumer_allocations(consumer).get(
-            "project_id"), {o.consumer for o in orphans})
+            "project_id"), consumers - set(projects)))
     return [dataclasses.replace(o, project=projects[o.consumer])
             for o in orphans]
 

@@ -24,12 +24,16 @@ Two uses, both only when asked:
 ``nova-manage`` works through Nova's objects; so does this.
 """
 from collections.abc import Callable
+from collections.abc import Collection
 from typing import Any
 from typing import TypeVar
 
 from nova_drain_filters.clients import compute
 
 T = TypeVar("T")
+
+#: UUIDs per ``IN (...)`` query.
+CHUNK = 500
 
 
 class Unavailable(Exception):
@@ -189,6 +193,26 @@ class NovaRecords:
                 status=common.status_from_state(vm_state, task_state))
                 for uuid, host, node, vm_state, task_state, project in rows]
         return self._each_cell(read)
+
+    def deleted_projects(self, uuids: Collection[str]) -> dict[str, str]:
+        """{uuid: project} of the deleted instances among ``uuids`` whose
+        rows are still in a cell (``nova-manage db archive_deleted_rows``
+        moves them out), in one query per cell and chunk."""
+        from nova.db.main import api as main_db
+        from nova.db.main import models
+        table = models.Instance
+        wanted = sorted(uuids)
+
+        def read(cctxt: Any) -> list[tuple[str, str]]:
+            found = []
+            with main_db.get_context_manager(cctxt).reader.using(cctxt) as db:
+                for at in range(0, len(wanted), CHUNK):
+                    found.extend(db.query(table.uuid, table.project_id).filter(
+                        table.deleted != 0,
+                        table.uuid.in_(wanted[at:at + CHUNK]),
+                    ).all())
+            return [(uuid, project) for uuid, project in found if project]
+        return dict(self._each_cell(read)) if wanted else {}
 
     def migrations_in_progress(self) -> list[compute.Migration]:
         """Migrations not in a final state, in every cell."""

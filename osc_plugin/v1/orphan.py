@@ -62,7 +62,11 @@ def _gather(app: Any, nova: orphans.NovaSide) -> list[orphans.Orphan]:
     progress = common.Progress("reading provider allocations")
     try:
         with common.api_errors():
-            return orphans.gather(nova, client.placement, progress)
+            # NovaRecords also knows deleted instances' projects; the API
+            # does not list deleted servers.
+            return orphans.gather(
+                nova, client.placement, progress,
+                getattr(nova, "deleted_projects", None))
     finally:
         progress.close()
 

@@ -116,17 +116,18 @@ with context.target_cell(ctxt, cells["cell0"]) as cctxt:
 print(json.dumps(made))
 """
 
-# argv: nova.conf; NovaRecords' three lists as one JSON line, or the
-# one-line error.
+# argv: nova.conf, then UUIDs; NovaRecords' three lists and the deleted
+# projects of the UUIDs as one JSON line, or the one-line error.
 READ = """
 import dataclasses, json, sys
 from nova_drain_filters.clients import nova_db
 try:
     records = nova_db.NovaRecords(sys.argv[1])
     lists = ("hypervisors", "servers", "migrations_in_progress")
-    print(json.dumps({what: [dataclasses.asdict(x)
-                             for x in getattr(records, what)()]
-                      for what in lists}))
+    found = {what: [dataclasses.asdict(x) for x in getattr(records, what)()]
+             for what in lists}
+    found["deleted_projects"] = records.deleted_projects(sys.argv[2:])
+    print(json.dumps(found))
 except nova_db.Unavailable as exc:
     print(json.dumps({"unavailable": str(exc)}))
 """
@@ -249,8 +250,8 @@ class NovaDbTest(testtools.TestCase):
         kinds = [json.loads(line)[0] for line in proc.stdout.splitlines()]
         self.assertEqual((0, ["unavailable"]), (proc.returncode, kinds))
 
-    def read_records(self, config: str) -> dict[str, Any]:
-        proc = _run([sys.executable, "-c", READ, config], REPO)
+    def read_records(self, config: str, *uuids: str) -> dict[str, Any]:
+        proc = _run([sys.executable, "-c", READ, config, *uuids], REPO)
         self.assertNotIn("Traceback", proc.stderr)
         result: dict[str, Any] = json.loads(proc.stdout)
         return result
@@ -260,7 +261,8 @@ class NovaDbTest(testtools.TestCase):
         node = f"ironic-{uuid.uuid4()}"
         made = json.loads(_run([sys.executable, "-c", RECORDS, self.conf,
                                 host, node], self.tmp).stdout)
-        read = self.read_records(self.conf)
+        read = self.read_records(self.conf, made["deleted"], made["active"],
+                                 str(uuid.uuid4()))
         servers = {s["uuid"]: s for s in read["servers"]}
         self.assertEqual(
             {"uuid": made["active"], "status": "ACTIVE", "host": host,
@@ -274,6 +276,9 @@ class NovaDbTest(testtools.TestCase):
         # not listed, as GET /servers/detail does not list them.
         self.assertNotIn(made["deleted"], servers)
         self.assertNotIn(made["hidden"], servers)
+        # Only a deleted instance's row gives its project.
+        self.assertEqual({made["deleted"]: "p-deleted"},
+                         read["deleted_projects"])
         migrations = {m["uuid"]: m for m in read["migrations_in_progress"]}
         self.assertIn(made["migration-running"], migrations)
         self.assertNotIn(made["migration-confirmed"], migrations)

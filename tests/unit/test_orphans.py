@@ -192,7 +192,8 @@ class TestReadAndGather(testtools.TestCase):
 
     def test_gather_reads_compute_trees_and_orphans_projects(self) -> None:
         compute = df.FakeNova(hypervisors=[N1, N2], servers=[
-            df.server("here", "n1"), df.server("else", "n2", "c2")])
+            df.server("here", "n1"), df.server("else", "n2", "c2",
+                                               project="p-else")])
         client = df.FakeAllocations(
             providers=ROOTS,
             allocations={"rp-n1": {"here": {"VCPU": 1}, "else": {"VCPU": 1},
@@ -208,8 +209,28 @@ class TestReadAndGather(testtools.TestCase):
             sorted((o.consumer, o.provider, o.project) for o in found))
         self.assertEqual(["rp-gpu", "rp-n1", "rp-n2"], sorted(
             c[0] for c in client.called("provider_allocations")))
-        self.assertEqual(["else", "gone"], sorted(
+        # The instance elsewhere names its project; only the consumer
+        # Nova no longer knows is read.
+        self.assertEqual(["gone"], sorted(
             c[0] for c in client.called("consumer_allocations")))
+
+    def test_gather_takes_deleted_instances_projects_from_nova(self) -> None:
+        compute = df.FakeNova(hypervisors=[N1, N2], servers=[])
+        client = df.FakeAllocations(
+            providers=ROOTS,
+            allocations={"rp-n1": {"gone": {"VCPU": 1}, "archived": {"VCPU": 1}}},
+            consumers={"gone": df.consumer({}, project="p-placement"),
+                       "archived": df.consumer({}, project="p-archived")})
+        asked: list[set[str]] = []
+
+        def deleted_projects(uuids: Any) -> dict[str, str]:
+            asked.append(set(uuids))
+            return {"gone": "p-gone"}  # 'archived' has no row any more
+        found = orphans.gather(compute, client, None, deleted_projects)
+        self.assertEqual([{"gone", "archived"}], asked)
+        self.assertEqual({("gone", "p-gone"), ("archived", "p-archived")},
+                         {(o.consumer, o.project) for o in found})
+        self.assertEqual([("archived",)], client.called("consumer_allocations"))
 
 
 class TestGatherNovaTrees(testtools.TestCase):

@@ -159,7 +159,8 @@ def orphan_cloud() -> FakeDrainClient:
     exist and holds n1 and its child RP_GPU; RP_SHARED is no compute tree."""
     compute = df.FakeNova(
         [df.hv(RP_N1, "n1", "c1", "QEMU"), df.hv(RP_N2, "n2", "c2", "QEMU")],
-        servers=[df.server(HERE, "n1", "c1"), df.server(ELSE, "n2", "c2")])
+        servers=[df.server(HERE, "n1", "c1"),
+                 df.server(ELSE, "n2", "c2", project="p-else")])
     placement = df.FakeAllocations(
         providers={RP_N1: RP_N1, RP_N2: RP_N2, RP_GPU: RP_N1,
                    RP_SHARED: RP_SHARED},
