@@ -29,11 +29,21 @@ grown to the next size, and at each size both tools run ``--repeat`` times,
 alternately, and the median is reported:
 
 * ours: the real ``openstack`` shell in-process (``tests/functional/
-  cli_harness.py``), ``drain orphan list -f json``, and its engine
-  ``orphans.gather`` called in-process as the audit is (no shell start-up);
+  cli_harness.py``), ``drain orphan list -f json``, the same with
+  ``--nova-config`` (Nova's side read from the cell databases, as the
+  audit reads it; the harness's configuration is the one this process has
+  loaded), and the engine ``orphans.gather`` called in-process as the
+  audit is (no shell start-up);
 * the audit: Nova's own ``PlacementCommands.audit(verbose=True)``
   (``nova/cmd/manage.py``), in-process against the same databases and
   placement, its findings parsed from its verbose output.
+
+Each size is measured twice: with placement in-process, as Nova's harness
+serves it (wsgi-intercept: every request runs in this process under one
+GIL, so requests in flight gain nothing), then with placement served by a
+real pre-forking WSGI server with ``--placement-workers`` processes on
+loopback, on a copy of the same database, for both tools, as a cloud
+serves it (uWSGI or mod_wsgi processes).
 
 For each: wall time, HTTP requests (Nova API and placement), SQL statements
 run by the in-process services, findings, and whether ours is a superset of
@@ -43,7 +53,8 @@ smallest size to the largest. Nothing is asserted about time.
 Run from the repository root::
 
     OS_WSGI__API_PASTE_CONFIG=$PWD/.venv/etc/nova/api-paste.ini \\
-        .venv/bin/python tools/bench_orphans.py [--sizes 30,120] [--repeat 3]
+        .venv/bin/python tools/bench_orphans.py [--sizes 30,120] [--repeat 3] \\
+        [--placement-workers 2]
 
 Exit 1 if ours misses an audit finding, or the harness failed.
 """

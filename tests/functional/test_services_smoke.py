@@ -15,12 +15,16 @@
 from __future__ import annotations
 
 import os
+import re
+import time
 import uuid
 
 import testtools
 
 from tests.functional.services.ironic_client import IronicTestClient
 from tests.functional.services.ironic_server import IronicServerFixture
+from tests.functional.services.placement_server import SERVING
+from tests.functional.services.placement_server import PlacementServer
 from tests.functional.services.placement_server import PlacementServerFixture
 from tests.functional.services.placement_server import PlacementTestClient
 
@@ -99,6 +103,15 @@ class IronicServerSmokeTest(testtools.TestCase):
         self.ironic.server.stop()  # idempotent
 
 
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (``/proc/<pid>/stat`` state Z)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 class PlacementServerSmokeTest(testtools.TestCase):
     """Create a provider and a custom trait in a real Placement server."""
 
@@ -129,3 +142,33 @@ class PlacementServerSmokeTest(testtools.TestCase):
         self.placement.server.stop()
         self.assertFalse(_pid_alive(pid))
         self.placement.server.stop()  # idempotent
+
+
+class PlacementWorkersSmokeTest(testtools.TestCase):
+    """Pre-forked workers on one port, serving an existing database."""
+
+    def test_two_workers_serve_the_same_database_and_stop_together(self) -> None:
+        first = self.useFixture(PlacementServerFixture())
+        rp = first.client.create_resource_provider("ndf-workers-rp")
+        assert first.server.state_dir is not None
+        database = first.server.state_dir / "placement.db"
+        server = PlacementServer(database=database, workers=2)
+        server.start()
+        self.addCleanup(server.stop)
+        client = PlacementTestClient(server.url)
+        self.assertEqual("ndf-workers-rp",
+                         client.get_resource_provider(rp["uuid"])["name"])
+        pids = {int(p) for p in re.findall(
+            rf"{SERVING} \S+ \(pid (\d+)\)", server.log_tail(10**6))}
+        self.assertEqual(2, len(pids), server.log_tail())
+        server.stop()
+        # A killed worker is its killed parent's child: it may linger as a
+        # zombie until init reaps it, which is gone all the same.
+        for _ in range(100):  # a bound (10 s), not a timing claim
+            if not any(_running(p) for p in pids):
+                break
+            time.sleep(0.1)
+        self.assertEqual([], [p for p in pids if _running(p)])
+
+    def test_workers_need_a_database(self) -> None:
+        self.assertRaises(ValueError, PlacementServer, workers=2)

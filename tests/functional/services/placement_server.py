@@ -87,6 +87,9 @@ class PlacementServer(LoopbackService):
         workers: int = 1,
     ):
         super().__init__(host, port, ready_timeout, debug)
+        if workers > 1 and database is None:
+            raise ValueError("workers > 1 needs a database already migrated:"
+                             " each worker would migrate a new one at once")
         self.python = python
         self.database = database
         self.workers = workers
