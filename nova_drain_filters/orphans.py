@@ -39,6 +39,12 @@ from nova_drain_filters import decisions
 from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import placement
 
+# The clear step lives in its own module; these names stay importable here.
+from nova_drain_filters.orphan_clear import MOVING as MOVING
+from nova_drain_filters.orphan_clear import ClearOutcome as ClearOutcome
+from nova_drain_filters.orphan_clear import clear_consumer as clear_consumer
+from nova_drain_filters.orphan_clear import reason_for as reason_for
+
 #: Provider allocation reads in flight at once.
 CONCURRENCY = 8
 
@@ -56,11 +62,6 @@ class NovaSide(Protocol):
     def servers(self) -> list[compute.Server]: ...
 
     def migrations_in_progress(self) -> list[compute.Migration]: ...
-
-
-#: Server statuses while allocations are in transit between two nodes.
-MOVING = frozenset({"MIGRATING", "RESIZE", "VERIFY_RESIZE", "REVERT_RESIZE",
-                    "REBUILD"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -201,17 +202,6 @@ class Liveness:
         return reason_for(self.servers.get(consumer), node)
 
 
-def reason_for(server: compute.Server | None,
-               node: str | None) -> decisions.Reason | None:
-    """Why an allocation of ``server`` on ``node`` is orphaned, or None."""
-    if server is None:
-        return decisions.Reason(decisions.ReasonCode.CONSUMER_MISSING)
-    if not server.node or server.node == node or server.status in MOVING:
-        return None
-    return decisions.Reason(decisions.ReasonCode.INSTANCE_ELSEWHERE,
-                            f"on host {server.host} node {server.node}")
-
-
 def read_allocations(
     client: placement.PlacementClient, providers: Iterable[str],
     progress: Callable[[int, int], None] | None = None,
@@ -281,61 +271,3 @@ def gather(
             "project_id"), consumers - set(projects)))
     return [dataclasses.replace(o, project=projects[o.consumer])
             for o in orphans]
-
-
-@dataclasses.dataclass(frozen=True)
-class ClearOutcome:
-    consumer: str
-    providers: tuple[str, ...]
-    result: str
-    error: str | None = None
-
-
-def clear_consumer(
-    compute: compute.ComputeClient, client: placement.PlacementClient,
-    consumer: str, drop: Mapping[str, str | None], dry_run: bool = False,
-) -> ClearOutcome:
-    """Remove only the orphaned part of one consumer's allocations.
-
-    :param drop: {provider: the node it stands for} to take the consumer's
-        allocations off. A provider whose node is unknown (None) is never
-        taken from an existing instance: nothing could tell whether the
-        instance is on it.
-
-    Checks again right before writing: the instance must still be missing
-    or still live elsewhere (not on that node, not without a node yet), and
-    a migration's allocations are never touched. If the consumer keeps
-    allocations on other providers they are rewritten without the dropped
-    ones (guarded by the consumer generation); otherwise the consumer's
-    allocations are deleted.
-    """
-    providers = tuple(sorted(drop))
-    server = compute.server(consumer)
-    for rp, node in sorted(drop.items()):
-        if server is not None and node is None:
-            return ClearOutcome(consumer, providers, "skipped",
-                                f"no node known for provider {rp} to check "
-                                "the instance against")
-        if server is not None and reason_for(server, node) is None:
-            why = ("instance has no node yet" if not server.node else
-                   f"instance is {server.status}" if server.status in MOVING
-                   else f"instance is on {node} now")
-            return ClearOutcome(consumer, providers, "skipped", why)
-    current = client.consumer_allocations(consumer)
-    allocations = current.get("allocations") or {}
-    if current.get("consumer_type") == "MIGRATION":
-        return ClearOutcome(consumer, providers, "skipped",
-                            "consumer is a migration")
-    dropping = [rp for rp in providers if rp in allocations]
-    if not dropping:
-        return ClearOutcome(consumer, providers, "already gone")
-    keep = {rp: a for rp, a in allocations.items() if rp not in drop}
-    if dry_run:
-        return ClearOutcome(consumer, providers,
-                            "would rewrite" if keep else "would delete")
-    if keep:
-        client.replace_consumer_allocations(consumer, keep, current)
-        return ClearOutcome(consumer, providers,
-                            f"rewritten, kept {len(keep)} provider(s)")
-    client.delete_consumer_allocations(consumer)
-    return ClearOutcome(consumer, providers, "deleted")

@@ -141,7 +141,11 @@ class PlacementClient(http.ServiceClient):
     def replace_consumer_allocations(
         self, consumer: str, allocations: Allocations, current: dict[str, Any]
     ) -> None:
-        """Write a consumer's allocations, guarded by its generation."""
+        """Write a consumer's allocations, guarded by its generation.
+
+        Raises Conflict when the consumer's generation is no longer the one
+        in ``current`` (another writer wrote it since that read).
+        """
         body = {
             "allocations": {
                 rp: {"resources": dict(a["resources"])}
@@ -156,10 +160,26 @@ class PlacementClient(http.ServiceClient):
                      microversion=ALLOCATIONS_VERSION, json_body=body,
                      ok=(204,))
 
-    def delete_consumer_allocations(self, consumer: str) -> None:
-        """Delete all of a consumer's allocations."""
-        self.request("DELETE", f"/allocations/{consumer}",
-                     microversion=ALLOCATIONS_VERSION, ok=(204,))
+    def delete_consumer_allocations(
+        self, consumer: str, current: dict[str, Any]
+    ) -> None:
+        """Delete all of a consumer's allocations, guarded by its generation.
+
+        ``PUT /allocations/{consumer}`` with empty ``allocations`` and the
+        ``consumer_generation`` of ``current`` (the read the caller judged),
+        rather than an unguarded ``DELETE``, which would also remove what
+        another writer added since that read. Placement accepts an empty
+        ``allocations`` object from 1.28 (``schemas/allocation.py``
+        ``ALLOCATION_SCHEMA_V1_28``, built on ``DELETABLE_ALLOCATIONS``);
+        at 1.38 it still wants project_id, user_id and consumer_type.
+        ``handlers/allocation.py`` ``_set_allocations_for_consumer`` checks
+        the generation (``handlers/util.py`` ``ensure_consumer``: 409
+        "consumer generation conflict", also when the consumer is gone and
+        the generation given is not null), then zeroes the allocations it
+        finds; the consumer record goes with its last allocation. Raises
+        Conflict on a 409, for the caller to read again and re-judge.
+        """
+        self.replace_consumer_allocations(consumer, {}, current)
 
     def delete_provider(self, rp_uuid: str) -> None:
         """Delete a resource provider (placement refuses one in use)."""

@@ -116,9 +116,14 @@ class ClearOrphan(common.ClearCommand):
     """Remove orphaned allocations, only the orphaned part of each consumer.
 
     A consumer that also holds live allocations elsewhere keeps them: its
-    allocations are rewritten without the orphaned providers, with its
-    consumer generation. Otherwise its allocations are deleted. Each
-    consumer is checked again right before the write.
+    allocations are rewritten without the orphaned providers. Otherwise its
+    allocations are deleted. Each consumer is checked again right before
+    the write, and both writes carry the consumer generation of that read,
+    so an allocation another writer added meanwhile is never removed. On a
+    consumer generation conflict (409) the consumer is read and checked
+    again, up to 5 times; the Result then says "after N consumer generation
+    conflicts". Results: deleted, rewritten, already gone (another run or
+    writer removed them first), skipped (with why).
     """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
@@ -164,7 +169,6 @@ class ClearOrphan(common.ClearCommand):
                 self.failures.append(f"consumer {consumer}: {exc}")
                 rows.append((consumer, ",".join(sorted(drop)), "failed"))
                 continue
-            result = outcome.result + (f" ({outcome.error})"
-                                       if outcome.error else "")
-            rows.append((consumer, ",".join(outcome.providers), result))
+            rows.append((consumer, ",".join(outcome.providers),
+                         str(outcome)))
         return ("Consumer", "Resource Providers", "Result"), rows

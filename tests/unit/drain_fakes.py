@@ -140,6 +140,8 @@ class FakeAllocations(_Recorder):
         self.allocations = {rp: dict(c) for rp, c in (allocations or {}).items()}
         self.consumers = dict(consumers or {})
         self.compute = set(compute)
+        #: The consumer generation each delete was guarded by.
+        self.generations: list[Any] = []
 
     def providers(self, required: str | None = None) -> list[dict[str, Any]]:
         self._call("providers", required)
@@ -161,8 +163,10 @@ class FakeAllocations(_Recorder):
                                      current: dict[str, Any]) -> None:
         self._call("replace_consumer_allocations", uuid, allocations, current)
 
-    def delete_consumer_allocations(self, uuid: str) -> None:
+    def delete_consumer_allocations(self, uuid: str,
+                                    current: dict[str, Any]) -> None:
         self._call("delete_consumer_allocations", uuid)
+        self.generations.append(current.get("consumer_generation"))
 
     def delete_provider(self, rp: str) -> None:
         self._call("delete_provider", rp)

@@ -172,17 +172,29 @@ class TestConsumerAllocations(AllocationTestCase):
             {}, consumer_body())
         self.assertEqual(200, exc.status)
 
-    def test_delete(self) -> None:
-        self.mock.delete(ALLOC_URL, status_code=204)
-        self.client.delete_consumer_allocations(CONSUMER)
-        self.assertEqual(("DELETE", "placement 1.38"),
+    def test_delete_is_an_empty_write_guarded_by_the_generation(
+            self) -> None:
+        # Never an unguarded DELETE: it would also remove what another
+        # writer added since the caller's read.
+        self.mock.put(ALLOC_URL, status_code=204)
+        self.client.delete_consumer_allocations(
+            CONSUMER, consumer_body(consumer_type="unknown"))
+        self.assertEqual(("PUT", "placement 1.38"),
                          (self.mock.last_request.method, self.version()))
+        self.assertEqual({
+            "allocations": {}, "consumer_generation": 5,
+            "project_id": "proj", "user_id": "user",
+            "consumer_type": "INSTANCE"}, self.mock.last_request.json())
+        self.assertFalse(any(r.method == "DELETE"
+                             for r in self.mock.request_history))
 
-    def test_delete_gone(self) -> None:
-        self.mock.delete(ALLOC_URL, status_code=404, json={"errors": [
-            {"status": 404, "detail": "No allocations for consumer"}]})
-        exc = self.assertRaises(http.ApiError,
+    def test_delete_generation_conflict_is_a_conflict(self) -> None:
+        self.mock.put(ALLOC_URL, status_code=409, json={"errors": [{
+            "status": 409, "code": "placement.concurrent_update",
+            "detail": "consumer generation conflict - expected null but "
+                      "got 5"}]})
+        exc = self.assertRaises(http.Conflict,
                                 self.client.delete_consumer_allocations,
-                                CONSUMER)
-        self.assertEqual(404, exc.status)
-        self.assertIn(f"DELETE /allocations/{CONSUMER}", str(exc))
+                                CONSUMER, consumer_body())
+        self.assertEqual(409, exc.status)
+        self.assertIn(f"PUT /allocations/{CONSUMER}", str(exc))

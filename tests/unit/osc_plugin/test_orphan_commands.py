@@ -178,6 +178,23 @@ class TestClearOrphan(fakes.CommandTestCase):
         self.assertIn(f"{GONE} {BOTH} failed", out)
         self.assertIn(f"{ELSE} {RP_N1} rewritten, kept 1 provider(s)", out)
 
+    def test_removed_by_another_run_meanwhile_is_already_gone(self) -> None:
+        # Another clear deletes GONE between this run's read and its write:
+        # placement answers 409, the re-read finds nothing left.
+        placement = self.client.placement
+        delete = placement.delete_consumer_allocations
+
+        def raced(uuid: str, current: dict) -> None:
+            delete(uuid, current)
+            placement.consumers[uuid] = {"allocations": {}}
+            raise fakes.api_error(409, url=f"/allocations/{uuid}")
+
+        placement.delete_consumer_allocations = raced
+        self.assertEqual(0, self.run_cmd(self.client, "--yes", GONE))
+        self.assertEqual([], self.cmd.failures)
+        self.assertIn(f"{GONE} {BOTH} already gone (after 1 consumer "
+                      "generation conflict)", self.app.stdout.getvalue())
+
     def test_terminal_answer_no(self) -> None:
         _, rows = self.take(self.client, answer="no\n", tty=True)
         self.assertEqual([(ELSE, RP_N1, "not done"), (GONE, BOTH, "not done")],
