@@ -231,11 +231,17 @@ def _shell_logging() -> Iterator[None]:
         handler.addFilter(drop)
         logging.Logger.addHandler(root, handler)
 
+    # A run inside a run (a test starting a second CLI while the first
+    # waits) finds the outer run's patch and puts it back when done.
+    outer = vars(root).get("addHandler")
     root.addHandler = add_handler  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:
-        del root.addHandler
+        if outer is None:
+            del root.addHandler
+        else:
+            root.addHandler = outer
         for handler in root.handlers[:]:
             if handler not in handlers:
                 root.removeHandler(handler)
