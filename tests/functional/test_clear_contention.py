@@ -103,7 +103,7 @@ class TwoClearsTest(orphan_cloud.OrphanCloudBase):
             for run in runs:
                 conflicts += run[1]
                 outcomes.update(o.result for o in run[0].values())
-                outcomes["409 in a row"] += sum(
+                outcomes["rows that met a 409"] += sum(
                     bool(o.conflicts) for o in run[0].values())
             double += self.check_once(made, [r[0] for r in runs], where)
             self.assert_cleared(made, where)
