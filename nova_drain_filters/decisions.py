@@ -318,6 +318,9 @@ class ListingVerdict:
     allowed: int
     #: How many nodes the listing has, known to Nova or not.
     listed: int = 0
+    #: What was listed, and what it was checked against, for the message.
+    listing: str = "the Ironic listing"
+    things: str = "Ironic compute nodes Nova knows"
 
     @property
     def trusted(self) -> bool:
@@ -337,13 +340,15 @@ class ListingVerdict:
         return self.missing <= self.allowed
 
     def __str__(self) -> str:
-        return (f"the Ironic listing lacks {self.missing} of the "
-                f"{self.known} Ironic compute nodes Nova knows (at most "
+        return (f"{self.listing} lacks {self.missing} of the "
+                f"{self.known} {self.things} (at most "
                 f"{self.allowed} may be missing)")
 
 
 def listing_verdict(
-    known: Collection[str], listed: Collection[str], max_fraction: float
+    known: Collection[str], listed: Collection[str], max_fraction: float,
+    *, listing: str = ListingVerdict.listing,
+    things: str = ListingVerdict.things,
 ) -> ListingVerdict:
     """Judge a listing: of the node UUIDs Nova ``known``, how many are unlisted.
 
@@ -353,10 +358,13 @@ def listing_verdict(
     deleted: the filters would reject it, the sync would mark it stale and
     ``stale clear`` would delete its record. ``[drain_filters]
     ironic_missing_max_fraction`` bounds how much a listing may lack.
+    ``orphans.gather`` judges Nova's compute node records against
+    placement's ``COMPUTE_NODE`` roots the same way (``listing``, ``things``
+    name them in the verdict's message).
     """
     listed_set = set(listed)
     known_set = set(known)
     missing = len(known_set - listed_set)
     return ListingVerdict(len(known_set), missing,
                           allowed_count(len(known_set), max_fraction),
-                          len(listed_set))
+                          len(listed_set), listing, things)

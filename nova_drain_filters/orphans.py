@@ -36,6 +36,7 @@ from typing import Protocol
 from typing import TypeVar
 
 from nova_drain_filters import decisions
+from nova_drain_filters import stale
 from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import placement
 
@@ -230,13 +231,29 @@ def _read_each(read: Callable[[str], R], keys: Iterable[str],
     return found
 
 
+class NovaViewIncomplete(Exception):
+    """Nova's records lack too many of placement's compute node roots to be
+    believed: every allocation on them would look orphaned."""
+
+    def __init__(self, verdict: decisions.ListingVerdict) -> None:
+        super().__init__(str(verdict))
+        self.verdict = verdict
+
+
 def gather(
     nova: NovaSide, client: placement.PlacementClient,
     progress: Callable[[int, int], None] | None = None,
     deleted_projects: Callable[[Collection[str]], Mapping[str, str]]
     | None = None,
+    max_missing_fraction: float = stale.DEFAULT_MAX_MISSING_FRACTION,
 ) -> list[Orphan]:
     """Every orphan in the cloud, with its consumer's project.
+
+    Raises NovaViewIncomplete when Nova's records lack more than
+    ``max_missing_fraction`` of the ``COMPUTE_NODE`` roots in placement
+    (``decisions.listing_verdict``): a nova.conf of another cloud, an
+    unmapped cell or an empty database would otherwise turn every
+    allocation into an orphan.
 
     The project is the instance's when Nova still has it (an instance
     elsewhere, or a deleted one through ``deleted_projects``, e.g.
@@ -257,6 +274,12 @@ def gather(
     if roots_without_record(providers, nodes):
         marked = {p["uuid"] for p in client.providers(
             required=COMPUTE_NODE_TRAIT)}
+        verdict = decisions.listing_verdict(
+            marked, set(nodes), max_missing_fraction,
+            listing="Nova's list of compute node records",
+            things="compute node providers in placement (COMPUTE_NODE)")
+        if not verdict.trusted:
+            raise NovaViewIncomplete(verdict)
     trees = nova_trees(providers, nodes, marked)
     allocations = read_allocations(client, sorted(trees), progress)
     orphans = find_orphans(allocations, trees, servers, migrations)

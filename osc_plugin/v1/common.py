@@ -78,15 +78,24 @@ def fraction_arg(what: str) -> Any:
     return check
 
 
-def add_missing_fraction_option(parser: argparse.ArgumentParser) -> None:
+def nova_config_arg(value: str) -> str:
+    """An argparse type for ``--nova-config``: an empty value (an unset
+    shell variable, say) is an error, not a quiet fall-back to the API."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty path")
+    return value
+
+
+def add_missing_fraction_option(parser: argparse.ArgumentParser,
+                                what: str | None = None) -> None:
     """``--max-missing-fraction``: the CLI's ironic_missing_max_fraction."""
+    what = what or ("largest share of the Ironic compute nodes Nova knows "
+                    "that the Ironic listing may lack")
     parser.add_argument(
         "--max-missing-fraction", metavar="<fraction>",
         type=fraction_arg("--max-missing-fraction"), default=DEFAULT_FRACTION,
-        help="largest share of the Ironic compute nodes Nova knows that the "
-             "Ironic listing may lack and still be believed (default "
-             f"{DEFAULT_FRACTION}, as [drain_filters] "
-             "ironic_missing_max_fraction)")
+        help=f"{what} and still be believed (default {DEFAULT_FRACTION}, as "
+             "[drain_filters] ironic_missing_max_fraction)")
 
 
 def untrusted(client: Any, verdict: decisions.ListingVerdict,

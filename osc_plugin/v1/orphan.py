@@ -41,13 +41,16 @@ def _on_provider(found: list[orphans.Orphan],
     return [o for o in found if o.provider == rp] if rp else found
 
 
-def _add_nova_config_option(parser: argparse.ArgumentParser) -> None:
+def _add_nova_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--nova-config", metavar="<path>",
+        "--nova-config", metavar="<path>", type=common.nova_config_arg,
         help="nova.conf of a controller: read compute nodes, instances and "
              "migrations from Nova's databases, as 'nova-manage placement "
              "audit' does, instead of the compute API (far lighter on a "
              "large cloud; placement is still read through its API)")
+    common.add_missing_fraction_option(
+        parser, "largest share of placement's compute node providers "
+                "(COMPUTE_NODE roots) that Nova's records may lack")
 
 
 def _nova_side(app: Any, nova_config: str | None) -> orphans.NovaSide:
@@ -57,7 +60,8 @@ def _nova_side(app: Any, nova_config: str | None) -> orphans.NovaSide:
         return nova_db.NovaRecords(nova_config)
 
 
-def _gather(app: Any, nova: orphans.NovaSide) -> list[orphans.Orphan]:
+def _gather(app: Any, nova: orphans.NovaSide,
+            parsed_args: argparse.Namespace) -> list[orphans.Orphan]:
     client = common.drain_client(app)
     progress = common.Progress("reading provider allocations")
     try:
@@ -66,7 +70,24 @@ def _gather(app: Any, nova: orphans.NovaSide) -> list[orphans.Orphan]:
             # does not list deleted servers.
             return orphans.gather(
                 nova, client.placement, progress,
-                getattr(nova, "deleted_projects", None))
+                getattr(nova, "deleted_projects", None),
+                parsed_args.max_missing_fraction)
+    except orphans.NovaViewIncomplete as exc:
+        source = ("--nova-config may name another cloud's nova.conf, or a "
+                  "cell may not be mapped" if parsed_args.nova_config else
+                  "the credentials may not see every compute node")
+        verdict = exc.verdict
+        if not verdict.listed:
+            # Nothing could make an empty listing believable.
+            raise exceptions.CommandError(
+                "refusing to judge any allocation: Nova lists no compute "
+                f"node record, while placement has {verdict.known} compute "
+                f"node providers (COMPUTE_NODE): {source}") from None
+        raise exceptions.CommandError(
+            f"refusing to judge any allocation: {exc}, more than "
+            f"--max-missing-fraction {parsed_args.max_missing_fraction} "
+            f"allows: {source}; if those nodes really are gone, raise "
+            "--max-missing-fraction") from None
     finally:
         progress.close()
 
@@ -101,12 +122,12 @@ class ListOrphan(common.DrainLister):
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         _add_provider_option(parser)
-        _add_nova_config_option(parser)
+        _add_nova_options(parser)
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
         nova = _nova_side(self.app, parsed_args.nova_config)
-        found = _on_provider(_gather(self.app, nova),
+        found = _on_provider(_gather(self.app, nova, parsed_args),
                              parsed_args.resource_provider)
         self.found = len(found)
         return COLUMNS, _rows(found)
@@ -133,12 +154,12 @@ class ClearOrphan(common.ClearCommand):
                             help="a consumer UUID that 'orphan list' shows "
                                  "(default: every orphaned consumer)")
         _add_provider_option(parser)
-        _add_nova_config_option(parser)
+        _add_nova_options(parser)
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
         nova = _nova_side(self.app, parsed_args.nova_config)
-        found = _gather(self.app, nova)
+        found = _gather(self.app, nova, parsed_args)
         if parsed_args.consumers:
             wanted = set(parsed_args.consumers)
             unknown = wanted - {o.consumer for o in found}

@@ -183,7 +183,7 @@ class ClearStale(common.ClearCommand):
         which.add_argument("--all", action="store_true",
                            help="every record 'stale list' shows")
         parser.add_argument(
-            "--nova-config", metavar="<path>",
+            "--nova-config", metavar="<path>", type=common.nova_config_arg,
             help="nova.conf of a controller; needed to remove a single "
                  "compute node record (there is no API for it)")
         common.add_missing_fraction_option(parser)

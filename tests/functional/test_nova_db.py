@@ -32,6 +32,8 @@ from typing import Any
 
 import testtools
 
+from tests.functional.services.placement_server import PlacementServerFixture
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 TIMEOUT = 120
@@ -313,6 +315,52 @@ class NovaDbTest(testtools.TestCase):
         self.assertEqual(["unavailable"], list(read), read)
         self.assertIn("cannot read cell", read["unavailable"])
         self.assertNotIn("\n", read["unavailable"])
+
+    def test_cli_refuses_a_nova_view_without_the_compute_nodes(self) -> None:
+        # As an operator runs it: a real placement, the real openstack CLI
+        # in its own process, its first request right after the start, and
+        # nova.conf naming databases that hold none of placement's compute
+        # nodes (another cloud's, say). Every allocation would look
+        # orphaned; the command must refuse instead, then judge once the
+        # records are there.
+        placement = self.useFixture(PlacementServerFixture()).client
+        nodes = {}
+        for i in range(3):
+            rp = placement.create_resource_provider(f"view-node{i}")
+            placement.request("PUT", f"/resource_providers/{rp['uuid']}/"
+                              "inventories", {
+                                  "resource_provider_generation": 0,
+                                  "inventories": {"VCPU": {"total": 8}}})
+            placement.set_provider_traits(rp["uuid"], ["COMPUTE_NODE"])
+            placement.request("PUT", f"/allocations/{uuid.uuid4()}", {
+                "allocations": {rp["uuid"]: {"resources": {"VCPU": 1}}},
+                "consumer_generation": None, "project_id": "p",
+                "user_id": "u", "consumer_type": "INSTANCE"}, (204,))
+            nodes[rp["uuid"]] = rp["name"]
+        cli = [os.path.join(BIN, "openstack"), "--os-auth-type", "admin_token",
+               "--os-token", "admin", "--os-endpoint", placement.url,
+               "drain", "orphan", "list", "--nova-config", self.conf,
+               "-f", "value", "-c", "Node"]
+        proc = subprocess.run(cli, cwd=self.tmp, env=_env(), capture_output=True,
+                              text=True, timeout=TIMEOUT, check=False)
+        self.assertEqual(1, proc.returncode, proc.stdout + proc.stderr)
+        self.assertEqual("", proc.stdout)
+        # One line; its wording depends on whether other tests' records
+        # are in these databases already (none: "lists no compute node
+        # record"; some: "lacks 3 of the 3").
+        (line,) = proc.stderr.strip().splitlines()[-1:]
+        self.assertTrue(line.startswith("refusing to judge any allocation: "),
+                        proc.stderr)
+        self.assertIn("3 compute node providers", line)
+        self.assertTrue(line.endswith(
+            "--nova-config may name another cloud's nova.conf, or a cell may "
+            "not be mapped") or "raise --max-missing-fraction" in line, line)
+        self.assertNotIn("Traceback", proc.stderr)
+        _run([sys.executable, "-c", CREATE, self.conf]
+             + [f"view-host:{name}:{rp}" for rp, name in nodes.items()],
+             self.tmp)
+        proc = _run(cli, self.tmp)
+        self.assertEqual(sorted(nodes.values()), sorted(proc.stdout.split()))
 
     def test_cli_help_mentions_nova_config(self) -> None:
         proc = _run([os.path.join(BIN, "openstack"), "drain", "stale", "clear",

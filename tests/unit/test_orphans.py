@@ -214,6 +214,40 @@ class TestReadAndGather(testtools.TestCase):
         self.assertEqual(["gone"], sorted(
             c[0] for c in client.called("consumer_allocations")))
 
+    def test_gather_refuses_nova_records_that_lack_the_compute_roots(
+            self) -> None:
+        # An empty or foreign Nova view (nova.conf of another cloud, an
+        # unmapped cell): every compute root lacks a record, and every
+        # allocation would look orphaned. Nothing is read or judged.
+        roots = {f"rp-{i}": f"rp-{i}" for i in range(10)}
+        client = df.FakeAllocations(
+            providers=roots, compute=roots,
+            allocations={rp: {"c": {"VCPU": 1}} for rp in roots})
+        for nova in (df.FakeNova(hypervisors=[], servers=[]),
+                     df.FakeNova(hypervisors=[N1, N2], servers=[])):
+            exc = self.assertRaises(orphans.NovaViewIncomplete,
+                                    orphans.gather, nova, client)
+            self.assertEqual(10, exc.verdict.missing)
+            self.assertEqual([], client.called("provider_allocations"))
+        self.assertIn("Nova's list of compute node records lacks 10 of the "
+                      "10 compute node providers", str(exc))
+
+    def test_gather_believes_a_record_or_two_gone(self) -> None:
+        # 1 of 10 roots without a record is within 0.1: judged (issue 8
+        # section 1: a node deleted while its provider held an allocation).
+        roots = {f"rp-{i}": f"rp-{i}" for i in range(10)}
+        nodes = [df.hv(rp, f"n{i}", host="c1") for i, rp in
+                 enumerate(sorted(roots)) if rp != "rp-0"]
+        client = df.FakeAllocations(providers=roots, compute=roots,
+                                    allocations={"rp-0": {"c": {"VCPU": 1}}})
+        found = orphans.gather(df.FakeNova(hypervisors=nodes, servers=[]),
+                               client)
+        self.assertEqual([("c", "rp-0")],
+                         [(o.consumer, o.provider) for o in found])
+        self.assertRaises(orphans.NovaViewIncomplete, orphans.gather,
+                          df.FakeNova(hypervisors=nodes[1:], servers=[]),
+                          client, max_missing_fraction=0.1)
+
     def test_gather_takes_deleted_instances_projects_from_nova(self) -> None:
         compute = df.FakeNova(hypervisors=[N1, N2], servers=[])
         client = df.FakeAllocations(

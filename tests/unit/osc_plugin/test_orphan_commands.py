@@ -94,6 +94,29 @@ class TestListOrphan(fakes.CommandTestCase):
         self.assertEqual(str(why), str(exc))
 
 
+    def test_empty_nova_config_is_a_usage_error(self) -> None:
+        # "--nova-config $NOVA_CONF" with the variable unset must not fall
+        # back to the API quietly.
+        self.assertIn("argument --nova-config: empty path",
+                      self.parse_error("--nova-config", ""))
+
+    def test_incomplete_nova_view_is_refused_in_one_line(self) -> None:
+        client = fakes.orphan_cloud()
+        client.nova.hypervisor_list = []  # Nova lists no compute node
+        client.placement.compute = {fakes.RP_N1, fakes.RP_N2}
+        with mock.patch.object(nova_db, "NovaRecords",
+                               return_value=client.nova):
+            exc = self.assertRaises(exceptions.CommandError, self.take,
+                                    client, "--nova-config", "/etc/nova/x")
+        self.assertIn("refusing to judge any allocation: Nova lists no compute "
+                      "node record, while placement has 2 compute node "
+                      "providers", str(exc))
+        self.assertIn("--nova-config may name another cloud's nova.conf",
+                      str(exc))
+        self.assertNotIn("\n", str(exc))
+        self.assertEqual([], client.placement.called("provider_allocations"))
+
+
 class TestClearOrphan(fakes.CommandTestCase):
     cls, prog = orphan.ClearOrphan, "openstack drain orphan clear"
 
