@@ -35,7 +35,9 @@ only a broker policy removes; the docs give one (``expires``).
 Health: while the listener's connection is down (or before it ever came
 up), the view is listed every ``baremetal_notifications_fallback_interval``
 seconds; one warning says so and one message says when events flow again,
-followed by one listing to catch up on what was missed.
+followed by one listing to catch up on what was missed. While it is up and
+caught up, each look stamps ``healthy_at``, which keeps the view's snapshot
+trusted in a cloud that sends no events.
 
 Nothing here raises into the scheduler: a bad event, a failed read or a
 broker outage is logged and dropped.
@@ -112,6 +114,10 @@ class EventListener:
         self._error_logged = False
         #: Set when the broker came (back): a listing must start after it.
         self._catch_up_since: float | None = None
+        #: When the connection was last seen up and caught up (``settled``):
+        #: until then events reached the view, so the view counts its
+        #: snapshot's age from here (``IronicView.trusted``).
+        self.healthy_at: float | None = None
 
     # life cycle ------------------------------------------------------------
 
@@ -129,6 +135,7 @@ class EventListener:
             self._slot.forget()
             self._pending.clear()
             self.broker_up = None
+            self.healthy_at = None
             # A lock another thread held at the fork stays held in the child.
             self._wake = threading.Condition()
             self._stop = threading.Event()
@@ -265,6 +272,8 @@ class EventListener:
             last_listing = now
             self.fallback_listings += 1
             self.view.refresh()
+        if self.settled and self.connected():
+            self.healthy_at = now
         return last_listing
 
     # events ----------------------------------------------------------------

@@ -21,8 +21,9 @@ request that finds no snapshot yet waits for the first listing for at most
 ``baremetal_startup_wait`` seconds.
 
 Failure policy: a failed refresh keeps the last good snapshot; once that is
-older than ``baremetal_max_snapshot_age`` it is not trusted and
-``baremetal_failure_mode`` decides. A listing that lacks too many of the
+older than ``baremetal_max_snapshot_age`` (derived from the mode when
+unset; in event mode a healthy listener connection keeps it young) it is
+not trusted and ``baremetal_failure_mode`` decides. A listing that lacks too many of the
 Ironic nodes Nova knows (``ironic_missing_max_fraction``) is not believed
 about missing nodes either. Nothing from Ironic is ever raised into the
 scheduler.
@@ -165,6 +166,9 @@ class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
     def _reset_after_fork(self) -> None:
         super()._reset_after_fork()
         self._startup_logged = False
+        if self._events is not None:
+            # The parent's connection vouches for nothing in the child.
+            self._events.healthy_at = None
 
     def _age_text(self) -> str:
         if self._snapshot is None:
@@ -205,10 +209,27 @@ class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
     # reading -------------------------------------------------------------
 
     def trusted(self) -> Snapshot | None:
-        """The snapshot if it is young enough to decide on, else None."""
+        """The snapshot if it is young enough to decide on, else None.
+
+        Its age runs from the last full listing or, in event mode, from
+        the last moment the listener's connection was seen up and caught
+        up (``EventListener.healthy_at``), whichever is later: events keep
+        a snapshot current while they can arrive, and a quiet cloud sends
+        none for hours. The limit is ``baremetal_max_snapshot_age``, or
+        derived from the mode when it is unset
+        (``conf.baremetal.max_snapshot_age``).
+        """
         snap = self._snapshot
-        max_age = CONF.drain_filters.baremetal_max_snapshot_age
-        if snap is None or self._clock() - snap.finished_at > max_age:
+        if snap is None:
+            return None
+        fresh_at = snap.finished_at
+        events = self._events
+        if events is not None:
+            healthy_at = events.healthy_at
+            if healthy_at is not None and healthy_at > fresh_at:
+                fresh_at = healthy_at
+        max_age = drain_conf.max_snapshot_age(CONF.drain_filters)
+        if self._clock() - fresh_at > max_age:
             return None
         return snap
 
