@@ -55,6 +55,7 @@ from oslo_log import log as logging
 
 from nova_drain_filters import ironic_event_pools as pools
 from nova_drain_filters import ironic_notifications as notifications
+from nova_drain_filters import ironic_refresher
 from nova_drain_filters import ironic_view
 from nova_drain_filters.clients import ironic
 
@@ -96,6 +97,8 @@ class EventListener:
         self._clock = clock
         self._transport_factory = transport_factory or _notification_transport
         self._pid: int | None = None
+        #: The eventlet hub the threads run on (``green_hub``).
+        self._hub: object | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._slot = pools.Slot(pools.lock_dir(), pools.host_name())
@@ -128,9 +131,14 @@ class EventListener:
         connection is the parent's: both are left alone, not closed.
         """
         pid = os.getpid()
-        if self._pid == pid and any(t.is_alive() for t in self._threads):
+        hub = ironic_refresher.green_hub()
+        if self._pid == pid and self._hub is hub and any(
+                t.is_alive() for t in self._threads):
             return
-        if self._pid is not None and self._pid != pid:
+        # A worker oslo.service's eventlet backend forked gets a new hub
+        # after the fork (ironic_refresher.green_hub): what ran on the old
+        # one is as lost as a parent's threads.
+        if self._pid is not None and (self._pid != pid or self._hub is not hub):
             self._server = self._transport = self._client = None
             self._slot.forget()
             self._pending.clear()
@@ -140,6 +148,7 @@ class EventListener:
             self._wake = threading.Condition()
             self._stop = threading.Event()
         self._pid = pid
+        self._hub = hub
         self._stop.clear()
         self._threads = [
             threading.Thread(target=self._watch, name="drain-ironic-events",
