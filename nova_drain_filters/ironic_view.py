@@ -166,6 +166,10 @@ class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
     def _reset_after_fork(self) -> None:
         super()._reset_after_fork()
         self._startup_logged = False
+        # A listing or an event another thread was applying as the process
+        # forked leaves the child's copy of this lock held for good; the
+        # snapshot it guards is swapped whole, so the copy is consistent.
+        self._event_lock = threading.Lock()
         if self._events is not None:
             # The parent's connection vouches for nothing in the child.
             self._events.healthy_at = None

@@ -26,7 +26,8 @@ chosen once per process:
   oslo.service's threading backend
   (``oslo_service/backend/_threading/service.py``).
 
-The view is started as Nova's filter loading starts it; the fork hooks do
+The view is started as Nova's filter loading starts it, and another
+thread holds the snapshot's lock as the process forks; the fork hooks do
 the rest. Prints one JSON line: what the parent and the worker saw.
 """
 import os
@@ -117,6 +118,17 @@ def main() -> int:
     report: dict[str, Any] = {"backend": BACKEND,
                               "first": wait_for(lambda: view.refreshes >= 1)}
     parent = [view._thread, view._watchdog]
+    # Another thread holds the snapshot's lock as the process forks (a
+    # listing or an event being applied): the worker's copy stays locked.
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with view._event_lock:
+            held.set()
+            release.wait(30)
+
+    threading.Thread(target=hold, daemon=True).start()
+    report["lock_held_at_fork"] = held.wait(5)
     read_end, write_end = os.pipe()
     if BACKEND == "eventlet":
         pid = os.fork()
@@ -134,6 +146,7 @@ def main() -> int:
         os.close(write_end)
         worker.join(30)
         status = worker.exitcode
+    release.set()
     with os.fdopen(read_end) as pipe:
         text = pipe.read()
     report["worker"] = json.loads(text) if text else None

@@ -48,6 +48,9 @@ class ForkBackendTestBase(testtools.TestCase):
     def check_worker_lists_on_its_own_and_the_parent_parks(self) -> None:
         report = self.report()
         self.assertTrue(report["first"])
+        # The worker must list although the parent's snapshot lock was
+        # held by another thread as it forked.
+        self.assertTrue(report["lock_held_at_fork"])
         self.assertEqual(self.BACKEND == "eventlet",
                          report["eventlet_patched"])
         self.assertEqual(0, report["worker_status"])
