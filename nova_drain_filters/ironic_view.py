@@ -166,12 +166,9 @@ class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
     def _reset_after_fork(self) -> None:
         super()._reset_after_fork()
         self._startup_logged = False
-        # A listing or an event another thread was applying as the process
-        # forked leaves the child's copy of this lock held for good; the
-        # snapshot it guards is swapped whole, so the copy is consistent.
+        # Held by another thread at the fork, the copy stays held for good.
         self._event_lock = threading.Lock()
-        if self._events is not None:
-            # The parent's connection vouches for nothing in the child.
+        if self._events is not None:  # the parent's connection, not ours
             self._events.healthy_at = None
 
     def _age_text(self) -> str:
@@ -215,27 +212,19 @@ class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
     def trusted(self) -> Snapshot | None:
         """The snapshot if it is young enough to decide on, else None.
 
-        Its age runs from the last full listing or, in event mode, from
-        the last moment the listener's connection was seen up and caught
-        up (``EventListener.healthy_at``), whichever is later: events keep
-        a snapshot current while they can arrive, and a quiet cloud sends
-        none for hours. The limit is ``baremetal_max_snapshot_age``, or
-        derived from the mode when it is unset
-        (``conf.baremetal.max_snapshot_age``).
+        Its age runs from the last listing or from when the event
+        listener's connection was last seen up and caught up
+        (``healthy_at``), whichever is later: a quiet cloud sends no events.
         """
         snap = self._snapshot
         if snap is None:
             return None
         fresh_at = snap.finished_at
-        events = self._events
-        if events is not None:
-            healthy_at = events.healthy_at
-            if healthy_at is not None and healthy_at > fresh_at:
-                fresh_at = healthy_at
+        healthy_at = self._events.healthy_at if self._events else None
+        if healthy_at is not None and healthy_at > fresh_at:
+            fresh_at = healthy_at
         max_age = drain_conf.max_snapshot_age(CONF.drain_filters)
-        if self._clock() - fresh_at > max_age:
-            return None
-        return snap
+        return None if self._clock() - fresh_at > max_age else snap
 
     def seen(self, node_uuid: str) -> float:
         """Remember when the scheduler first saw this node; return that."""
@@ -359,7 +348,6 @@ class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
                   {"age": self._age_text(),
                    "error": self.last_error or "a refresh has not finished",
                    "mode": CONF.drain_filters.baremetal_failure_mode})
-
 
     # event mode (nova_drain_filters/ironic_events.py) ----------------------
 
