@@ -36,12 +36,18 @@ import sys
 BACKEND = sys.argv[1] if len(sys.argv) > 1 else "threading"
 os.environ["OS_NOVA_DISABLE_EVENTLET_PATCHING"] = (
     "false" if BACKEND == "eventlet" else "true")
-# nova/monkey_patch.py: Nova 32 and later choose with patch(backend=...);
-# Nova 31 patches on import unless the variable disables it.
+# nova/monkey_patch.py: Nova 33 and later choose with patch(backend=...),
+# Nova 32 with patch() and the variable alone; Nova 31 patches on import
+# unless the variable disables it.
+import inspect  # noqa: E402
+
 from nova import monkey_patch  # noqa: E402
 
 if hasattr(monkey_patch, "patch"):
-    monkey_patch.patch(backend=BACKEND)
+    if "backend" in inspect.signature(monkey_patch.patch).parameters:
+        monkey_patch.patch(backend=BACKEND)
+    else:
+        monkey_patch.patch()
 
 import json  # noqa: E402
 import threading  # noqa: E402
@@ -104,7 +110,7 @@ def in_worker(view: ironic_view.IronicView, parent: list[Any],
     return {"listed": listed, "restarted": restarted,
             "threads": sorted(t.name for t in mine if t not in parent),
             "pid": view._pid == os.getpid(),
-            "eventlet": "eventlet" in sys.modules}
+            "green": ironic_refresher.green_hub() is not None}
 
 
 def main() -> int:

@@ -57,7 +57,7 @@ class ForkBackendTestBase(testtools.TestCase):
         worker = report["worker"]
         self.assertEqual({"listed": True, "pid": True, "threads": BOTH,
                           "restarted": True,
-                          "eventlet": self.BACKEND == "eventlet"}, worker)
+                          "green": self.BACKEND == "eventlet"}, worker)
         self.assertTrue(report["parent_parked"])
         self.assertEqual(0, report["parent_refreshes_while_parked"])
         self.assertEqual(BOTH, report["parent_after_request"])
