@@ -17,8 +17,9 @@ whose nova-scheduler defaults to native threads: once as Nova's harness
 starts by default (eventlet), once with
 ``OS_NOVA_DISABLE_EVENTLET_PATCHING=true``. Nova's functional package makes
 the choice when imported (``nova/tests/functional/__init__.py`` or, on Nova
-32, ``nova/test.py``), and ``tests/functional/__init__.py`` imports it
-before any module of this package. This test fails if the second pass ran
+32, ``nova/test.py``, which ``integrated_helpers`` loads, as every
+functional test does here), and ``tests/functional/__init__.py`` imports
+it before any module of this package. This test fails if the second pass ran
 on eventlet after all, or the first on native threads.
 """
 import os
