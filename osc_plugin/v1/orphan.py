@@ -22,6 +22,7 @@ from nova_drain_filters.clients import nova_db
 from osc_plugin import client as drain_client
 from osc_plugin.v1 import common
 from osc_plugin.v1 import planned
+from osc_plugin.v1 import results
 
 #: One consumer, and {provider: the node it stands for} to take it off.
 Removal = tuple[str, dict[str, str | None]]
@@ -208,5 +209,5 @@ class ClearOrphan(planned.PlannedChange[Removal]):
                 rows.append(self.step_row((consumer, drop), "failed"))
                 continue
             rows.append((consumer, ",".join(outcome.providers),
-                         str(outcome)))
+                         results.cleared(outcome)))
         return rows, failures

@@ -20,6 +20,7 @@ from typing import Any
 from osc_lib import exceptions
 
 from nova_drain_filters import decisions
+from nova_drain_filters import orphan_clear
 from nova_drain_filters import orphans
 from nova_drain_filters import stale
 from nova_drain_filters.clients import http
@@ -27,6 +28,7 @@ from nova_drain_filters.clients import nova_db
 from osc_plugin import client as drain_client
 from osc_plugin.v1 import common
 from osc_plugin.v1 import planned
+from osc_plugin.v1 import results
 
 COLUMNS = ("UUID", "Kind", "Host", "Node", "Hypervisor Type", "Reasons",
            "Reason Codes", "Instances", "Allocations")
@@ -279,9 +281,9 @@ class ClearStale(planned.PlannedChange[stale.Step]):
         for consumer in sorted(dead):
             outcome = orphans.clear_consumer(client.nova, client.placement,
                                              consumer, {rp: node})
-            if outcome.result == "skipped":
-                raise StepRefused(f"kept: consumer {consumer}: "
-                                  f"{outcome.error}")
+            if outcome.result is orphan_clear.Outcome.SKIPPED:
+                why = results.kept(outcome.kept) if outcome.kept else ""
+                raise StepRefused(f"kept: consumer {consumer}: {why}")
         return len(dead)
 
     @staticmethod
