@@ -246,6 +246,19 @@ class TestCommon(fakes.CommandTestCase):
         self.assertEqual("\rreading 1/2\rreading 2/2\n",
                          self.sys_stderr.getvalue())
 
+    def test_unique_keeps_the_first_of_each_in_order(self) -> None:
+        self.assertEqual(["c2", "c1", "c3"],
+                         common.unique(["c2", "c1", "c2", "c3", "c1"]))
+        self.assertEqual([], common.unique([]))
+
+    def test_int_arg_without_an_upper_bound(self) -> None:
+        check = common.int_arg("--timeout", 1)
+        self.assertEqual((1, 10 ** 9), (check("1"), check(str(10 ** 9))))
+        for value in ("0", "-3", "soon", "1.5"):
+            exc = self.assertRaises(argparse.ArgumentTypeError, check, value)
+            self.assertEqual(f"--timeout {value!r}: must be an integer of 1 "
+                             "or more", str(exc))
+
     def test_uuid_arg(self) -> None:
         check = common.uuid_arg("thing")
         self.assertEqual(U1, check(U1))
