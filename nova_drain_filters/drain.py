@@ -146,6 +146,19 @@ class Action(str, enum.Enum):
     DELETE_SERVICE = "delete compute service"
 
 
+class Outcome(enum.Enum):
+    """How a step ended; the CLI words it (``osc_plugin/v1/results.py``)."""
+
+    DONE = "done"
+    FAILED = "failed"
+    ROLLED_BACK = "rolled back"
+    ROLLBACK_FAILED = "rollback failed"
+    #: An ENABLE found the service no longer disabled by a drain.
+    LEFT_DISABLED = "left disabled"
+    #: A DELETE_SERVICE went through (Nova may have left things behind).
+    RELEASED = "released"
+
+
 _UNDO = {Action.MARK_NODE: Action.UNMARK_NODE,
          Action.MARK_PROVIDER: Action.UNMARK_PROVIDER,
          Action.DISABLE: Action.ENABLE}

@@ -172,6 +172,30 @@ class Step:
     records: tuple[str, ...] = ()
 
 
+class Outcome(enum.Enum):
+    """How a step's target ended; the CLI words it."""
+
+    #: The compute service, or the single compute node record.
+    DELETED = "deleted"
+    PROVIDER_DELETED = "provider deleted"
+    PROVIDER_GONE = "provider already gone"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cleared:
+    """What one carried-out step did."""
+
+    outcome: Outcome
+    #: A compute node record's provider: how it ended too.
+    provider: Outcome | None = None
+    #: Dead consumers whose allocations went before the provider.
+    consumers: int = 0
+    #: A deleted service's providers that Nova left behind.
+    left: tuple[str, ...] = ()
+    #: The deleted compute node record's host/node.
+    where: str = ""
+
+
 def plan_clear(records: Sequence[StaleRecord],
                hypervisors: Sequence[compute.Hypervisor],
                live_consumers: Mapping[str, Sequence[str]]) -> list[Step]:

@@ -29,6 +29,7 @@ from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import http
 from osc_plugin import client as drain_client
 from osc_plugin.v1 import planned
+from osc_plugin.v1 import results
 
 COLUMNS = ("Host", "Step", "Target", "Result")
 Row = tuple[str, ...]
@@ -166,7 +167,8 @@ def gather_nodes(client: drain_client.DrainClient, idents: Sequence[str]
     return found, unknown
 
 
-def carry_out(client: drain_client.DrainClient, step: drain.Step) -> str:
+def carry_out(client: drain_client.DrainClient,
+              step: drain.Step) -> drain.Outcome:
     """Perform one step; raise http.ApiError if the API refuses."""
     action = step.action
     if action is drain.Action.MARK_NODE:
@@ -188,15 +190,17 @@ def carry_out(client: drain_client.DrainClient, step: drain.Step) -> str:
         now = [s for s in client.nova.services(step.host)
                if s.uuid == step.target]
         if not now or not drain.ours(now[0].facts):
-            return "left disabled: no longer disabled by a drain"
+            return drain.Outcome.LEFT_DISABLED
         client.nova.update_service(step.target, disabled=False)
     elif action is drain.Action.DELETE_SERVICE:
         client.nova.delete_service(step.target)
-    return "done"
+    return drain.Outcome.DONE
 
 
-def row(step: drain.Step, result: str) -> Row:
-    return (step.host, step.action.value, step.target, result)
+def row(step: drain.Step, result: str | drain.Outcome) -> Row:
+    """The step's row; an outcome in the words of ``results.drained``."""
+    text = result if isinstance(result, str) else results.drained(result)
+    return (step.host, step.action.value, step.target, text)
 
 
 def failure(step: drain.Step, exc: Exception) -> str:
@@ -219,15 +223,15 @@ def run_all_or_nothing(client: drain_client.DrainClient, steps: Iterable[drain.S
         try:
             carry_out(client, step)
         except http.ApiError as exc:
-            rows.append(row(step, "failed"))
+            rows.append(row(step, drain.Outcome.FAILED))
             failures = [failure(step, exc)]
             for prior in reversed(done):
                 back = drain.undo(prior)
                 try:
                     carry_out(client, back)
-                    rows.append(row(back, "rolled back"))
+                    rows.append(row(back, drain.Outcome.ROLLED_BACK))
                 except http.ApiError as undo_exc:
-                    rows.append(row(back, "rollback failed"))
+                    rows.append(row(back, drain.Outcome.ROLLBACK_FAILED))
                     failures.append("rollback " + failure(back, undo_exc))
             touched = sorted({s.host for s in done})
             failures[0] += ("; rolled back this run's changes"
@@ -235,7 +239,7 @@ def run_all_or_nothing(client: drain_client.DrainClient, steps: Iterable[drain.S
                                " (none were made)"))
             return rows, failures
         done.append(step)
-        rows.append(row(step, "done"))
+        rows.append(row(step, drain.Outcome.DONE))
     return rows, []
 
 
@@ -247,7 +251,7 @@ def run_each(client: drain_client.DrainClient, steps: Iterable[drain.Step]
         try:
             rows.append(row(step, carry_out(client, step)))
         except http.ApiError as exc:
-            rows.append(row(step, "failed"))
+            rows.append(row(step, drain.Outcome.FAILED))
             failures.append(failure(step, exc))
     return rows, failures
 

@@ -29,6 +29,7 @@ from osc_plugin import client as drain_client
 from osc_plugin.v1 import common
 from osc_plugin.v1 import drain_steps
 from osc_plugin.v1 import planned
+from osc_plugin.v1 import results
 
 COLUMNS = ("Host", "Phase", "Instances", "Migrations", "Allocations",
            "Disabled Reason", "Blocked By")
@@ -218,15 +219,15 @@ class FinishHost(planned.PlannedChange[Release]):
                 left = drain_steps.leftovers(
                     client, step.host, gathered.providers.get(step.host, []))
             except http.ApiError as exc:
-                rows.append(drain_steps.row(step, "failed"))
+                rows.append(drain_steps.row(step, drain.Outcome.FAILED))
                 self.failures.append(drain_steps.failure(step, exc))
                 continue
             if left:
                 self.failures.append(
                     f"{step.host}: released, but Nova left behind "
                     f"{', '.join(left)} (see 'openstack drain stale list')")
-            rows.append(drain_steps.row(step, "released" + (
-                f"; left behind: {', '.join(left)}" if left else "")))
+            rows.append(drain_steps.row(step, results.drained(
+                drain.Outcome.RELEASED, left)))
         return rows
 
     def wait_and_release(self, hosts: list[str],

@@ -31,16 +31,13 @@ from osc_lib.command import command
 
 from osc_plugin import client as drain_client_mod
 from osc_plugin.v1 import common
+from osc_plugin.v1 import results
 
 #: One line of a changing command's table.
 Row = tuple[Any, ...]
 #: The rows of the steps carried out, and one line per failed step.
 Ran = tuple[list[Row], list[str]]
 S = TypeVar("S")
-
-#: The Result of a step not carried out: with --dry-run, and otherwise
-#: (the operator said no, or the plan was refused).
-PLANNED, NOT_DONE = "planned", "not done"
 
 
 class Budget(NamedTuple):
@@ -169,7 +166,8 @@ class PlannedChange(command.Lister, Generic[S]):
             rows += done
             self.failures += failures
         else:
-            result = PLANNED if parsed_args.dry_run else NOT_DONE
+            result = (results.PLANNED if parsed_args.dry_run
+                      else results.NOT_DONE)
             rows += [self.step_row(s, result) for s in plan.steps]
         return self.columns, rows
 

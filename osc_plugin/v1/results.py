@@ -15,7 +15,18 @@
 The engines return enums and counts; this is the one place that turns
 them into text. The words are public interface: keep them as they are.
 """
+from collections.abc import Sequence
+
+from nova_drain_filters import drain
 from nova_drain_filters import orphan_clear
+from nova_drain_filters import stale
+
+#: The Result of a step not carried out: with --dry-run, and otherwise
+#: (the operator said no, or the plan was refused).
+PLANNED, NOT_DONE = "planned", "not done"
+#: A step whose request failed (its error goes to stderr); one that went
+#: through.
+FAILED, DONE = "failed", "done"
 
 _KEPT = {
     orphan_clear.Keep.NODE_UNKNOWN:
@@ -47,3 +58,37 @@ def cleared(outcome: orphan_clear.ClearOutcome) -> str:
         notes.append(f"after {outcome.conflicts} consumer generation "
                      f"conflict{'s' if outcome.conflicts > 1 else ''}")
     return word + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def drained(outcome: drain.Outcome, left: Sequence[str] = ()) -> str:
+    """A drain step's Result; ``left``: what Nova left after a release."""
+    if outcome is drain.Outcome.LEFT_DISABLED:
+        return f"{outcome.value}: no longer disabled by a drain"
+    if outcome is drain.Outcome.RELEASED and left:
+        return f"{outcome.value}; left behind: {', '.join(left)}"
+    return outcome.value
+
+
+def _provider(outcome: stale.Outcome, consumers: int) -> str:
+    if outcome is stale.Outcome.PROVIDER_DELETED:
+        return f"{outcome.value} ({consumers} dead consumer(s) cleared)"
+    return outcome.value
+
+
+def stale_cleared(done: stale.Cleared) -> str:
+    """A stale clear step's Result, e.g. ``deleted; provider(s) left
+    behind: RP`` or ``provider deleted (1 dead consumer(s) cleared)``."""
+    if done.outcome is not stale.Outcome.DELETED:
+        return _provider(done.outcome, done.consumers)
+    if done.provider is not None:
+        return f"deleted {done.where}; {_provider(done.provider, done.consumers)}"
+    return done.outcome.value + (
+        f"; provider(s) left behind: {', '.join(done.left)}" if done.left
+        else "")
+
+
+def synced(dry_run: bool, error: str | None = None) -> str:
+    """A trait sync change's Result: planned, done, or why it failed."""
+    if error is not None:
+        return f"{FAILED}: {error}"
+    return PLANNED if dry_run else DONE

@@ -236,24 +236,24 @@ class ClearStale(planned.PlannedChange[stale.Step]):
                 rows.append(self.step_row(step, ""))
                 continue
             try:
-                result = self._carry_out(step, self.facts, parsed_args)
+                result = results.stale_cleared(
+                    self._carry_out(step, self.facts, parsed_args))
             except (http.ApiError, nova_db.Unavailable, StepRefused) as exc:
                 failures.append(f"{step.action.value} {step.target}: {exc}")
-                result = "failed"
+                result = results.FAILED
             rows.append(self.step_row(step, result))
         return rows, failures
 
     def _carry_out(self, step: stale.Step, facts: Facts,
-                   parsed_args: argparse.Namespace) -> str:
+                   parsed_args: argparse.Namespace) -> stale.Cleared:
         client = facts.client
         if step.action is stale.Action.DELETE_SERVICE:
             client.nova.delete_service(step.target)
             # Nova deletes the providers too but swallows its failures
             # (nova/api/openstack/compute/services.py delete).
             present = {p["uuid"] for p in client.placement.providers()}
-            left = [rp for rp in step.records if rp in present]
-            return "deleted" + (f"; provider(s) left behind: {', '.join(left)}"
-                                if left else "")
+            left = tuple(rp for rp in step.records if rp in present)
+            return stale.Cleared(stale.Outcome.DELETED, left=left)
         if step.action is stale.Action.DELETE_COMPUTE_NODE:
             if not parsed_args.nova_config:
                 raise nova_db.Unavailable(
@@ -263,10 +263,12 @@ class ClearStale(planned.PlannedChange[stale.Step]):
             cleared = self._clear_dead(client, step.target, facts)
             where = nova_db.delete_compute_node(step.target,
                                                 parsed_args.nova_config)
-            dropped = self._delete_provider(client, step.target, cleared)
-            return f"deleted {where}; {dropped}"
+            dropped = self._delete_provider(client, step.target)
+            return stale.Cleared(stale.Outcome.DELETED, dropped, cleared,
+                                 where=where)
         cleared = self._clear_dead(client, step.target, facts)
-        return self._delete_provider(client, step.target, cleared)
+        return stale.Cleared(self._delete_provider(client, step.target),
+                             consumers=cleared)
 
     def _clear_dead(self, client: drain_client.DrainClient, rp: str,
                     facts: Facts) -> int:
@@ -287,12 +289,12 @@ class ClearStale(planned.PlannedChange[stale.Step]):
         return len(dead)
 
     @staticmethod
-    def _delete_provider(client: drain_client.DrainClient, rp: str,
-                         cleared: int) -> str:
+    def _delete_provider(client: drain_client.DrainClient,
+                         rp: str) -> stale.Outcome:
         try:
             client.placement.delete_provider(rp)
         except http.ApiError as exc:
             if isinstance(exc, http.NotFound):
-                return "provider already gone"
+                return stale.Outcome.PROVIDER_GONE
             raise
-        return f"provider deleted ({cleared} dead consumer(s) cleared)"
+        return stale.Outcome.PROVIDER_DELETED

@@ -23,6 +23,7 @@ from nova_drain_filters import sync
 from nova_drain_filters.clients import http
 from osc_plugin.v1 import common
 from osc_plugin.v1 import planned
+from osc_plugin.v1 import results
 
 COLUMNS = ("Target", "UUID", "Trait", "Action", "Why", "Result")
 
@@ -112,11 +113,12 @@ class RunSync(common.DrainLister):
     @staticmethod
     def _rows(result: sync.SyncResult,
               parsed_args: argparse.Namespace) -> list[tuple[Any, ...]]:
-        done = "planned" if parsed_args.dry_run else "done"
+        done = results.synced(parsed_args.dry_run)
         rows = [(c.target.value, c.uuid, c.trait, c.action.value, c.why,
                  done) for c in result.changes]
         rows += [(f.step.target.value, f.step.uuid, f.step.trait,
-                  f.step.action.value, f.step.why, f"failed: {f.error}")
+                  f.step.action.value, f.step.why,
+                  results.synced(parsed_args.dry_run, f.error))
                  for f in result.failures]
         return rows
 

@@ -13,7 +13,9 @@
 """The Result column's words: the one place outcomes become text."""
 import testtools
 
+from nova_drain_filters import drain
 from nova_drain_filters import orphan_clear
+from nova_drain_filters import stale
 from osc_plugin.v1 import results
 
 Outcome, Keep, Kept = orphan_clear.Outcome, orphan_clear.Keep, orphan_clear.Kept
@@ -64,3 +66,39 @@ class TestCleared(testtools.TestCase):
             (Keep.MOVING, "RESIZE"), (Keep.ON_NODE, "n1"),
             (Keep.MIGRATION, ""), (Keep.CHANGED, "rp-1, rp-2"),
             (Keep.KEPT_CHANGING, ""))})
+
+
+class TestDrainStaleSync(testtools.TestCase):
+    def test_drained(self) -> None:
+        out = drain.Outcome
+        self.assertEqual(
+            ["done", "failed", "rolled back", "rollback failed",
+             "left disabled: no longer disabled by a drain", "released"],
+            [results.drained(o) for o in (
+                out.DONE, out.FAILED, out.ROLLED_BACK, out.ROLLBACK_FAILED,
+                out.LEFT_DISABLED, out.RELEASED)])
+        self.assertEqual("released; left behind: provider rp-1, host "
+                         "mapping of c1", results.drained(
+                             out.RELEASED, ["provider rp-1",
+                                          "host mapping of c1"]))
+
+    def test_stale_cleared(self) -> None:
+        out, C = stale.Outcome, stale.Cleared
+        self.assertEqual([
+            "deleted",
+            "deleted; provider(s) left behind: rp-1, rp-2",
+            "provider deleted (2 dead consumer(s) cleared)",
+            "provider already gone",
+            "deleted c1/n1; provider deleted (0 dead consumer(s) "
+            "cleared)",
+            "deleted c1/n1; provider already gone",
+        ], [results.stale_cleared(c) for c in (
+            C(out.DELETED), C(out.DELETED, left=("rp-1", "rp-2")),
+            C(out.PROVIDER_DELETED, consumers=2), C(out.PROVIDER_GONE),
+            C(out.DELETED, out.PROVIDER_DELETED, where="c1/n1"),
+            C(out.DELETED, out.PROVIDER_GONE, where="c1/n1"))])
+
+    def test_synced(self) -> None:
+        self.assertEqual(["planned", "done", "failed: HTTP 409: locked"], [
+            results.synced(True), results.synced(False),
+            results.synced(False, "HTTP 409: locked")])
