@@ -111,7 +111,12 @@ class PlannedChange(command.Lister, Generic[S]):
     own ``rows`` followed by the steps'. Failures, the plan's and the
     run's, are printed on stderr after the table, and make the exit status
     1. ``make_plan`` raises ``CommandError`` to refuse the whole run with
-    nothing changed.
+    nothing changed. Add arguments in ``get_parser`` after ``super()``'s;
+    word Results in :mod:`osc_plugin.v1.results`.
+
+    A command whose steps are ``drain.Step`` subclasses
+    ``drain_steps.DrainChange`` instead: it only sets ``runner``
+    (``run_all_or_nothing`` or ``run_each``) and writes ``make_plan``.
     """
 
     #: The table's columns, stable for scripts.
