@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 from urllib import parse
 
+from oslo_config import cfg
+
 from nova_drain_filters import decisions
 from nova_drain_filters.clients import http
 
@@ -174,3 +176,11 @@ class IronicClient(http.ServiceClient):
         except http.NotFound:
             if trait in self.node_traits(node_uuid):
                 raise  # put back in between: report the removal as failed
+
+
+def from_conf(conf: cfg.ConfigOpts | None = None) -> IronicClient:
+    """The scheduler's client, from the ``[ironic]`` section Nova's Ironic
+    driver reads (``nova/conf/ironic.py``), with ``DEFAULT_READ_TIMEOUT``."""
+    return IronicClient(
+        http.adapter_from_conf(conf or cfg.CONF, "ironic", "baremetal"),
+        default_timeout=DEFAULT_READ_TIMEOUT)
