@@ -210,68 +210,6 @@ def missing_host_state_fields() -> list[str]:
     return [f for f in HOST_STATE_FIELDS if not hasattr(host_state, f)]
 
 
-def placement_fixture(test: Any) -> Any:
-    """The PlacementFixture of a Nova ``_IntegratedTestBase`` test.
-
-    ``nova/tests/functional/integrated_helpers.py``
-    ``_IntegratedTestBase.setUp`` keeps it as ``self.placement_fixture`` from
-    Nova 33 on; Nova 31 and 32 keep only ``self.placement``, the fixture's
-    ``PlacementApiClient``, whose ``fixture`` attribute is the fixture
-    (``nova/tests/functional/fixtures.py``). :class:`DrainFilters
-    <nova_drain_filters.fixtures.DrainFilters>` needs the fixture for its
-    ``endpoint`` and ``token``.
-    """
-    fixture = getattr(test, "placement_fixture", None)
-    if fixture is None:
-        fixture = test.placement.fixture
-    return fixture
-
-
-def config_fixture(conf: Any) -> Any:
-    """An oslo.config ``Config`` fixture that undoes only its own changes.
-
-    oslo.config's fixture resets the whole ``conf`` on clean-up
-    (``ConfigOpts.reset`` unsets every default and override). Inside a Nova
-    test that also drops what Nova's ``ConfFixture`` set
-    (``nova/tests/fixtures/conf.py``), among them ``manager_shutdown_timeout
-    = 0``. On Nova 33, ``ComputeManager.graceful_shutdown``
-    (``nova/compute/manager.py``) then sleeps the real default, 160 s, as
-    each compute stops: minutes per test. This one restores each override
-    it replaced, unregisters its options and leaves the rest alone.
-    """
-    import fixtures
-    from oslo_config import fixture as oslo_fixture
-
-    class OwnChangesConfig(oslo_fixture.Config):
-        def setUp(self) -> None:
-            # Not Config.setUp, which registers conf.reset.
-            fixtures.Fixture.setUp(self)
-            self._registered_config_opts = {}
-            self._default_config_files = getattr(
-                self.conf, "default_config_files", None)
-            self._default_config_dirs = getattr(
-                self.conf, "default_config_dirs", None)
-            self.addCleanup(self._reset_default_config_files)
-            self.addCleanup(self._reset_default_config_dirs)
-            self.addCleanup(self._unregister_config_opts)
-            # What reset() did first, without unsetting anyone's defaults:
-            # unregistering needs the parsed arguments gone.
-            self.addCleanup(self.conf.clear)
-
-        def config(self, **kw: Any) -> None:
-            group = kw.pop("group", None)
-            for name, value in kw.items():
-                info = self.conf._get_opt_info(name, group)
-                if "override" in info:
-                    self.addCleanup(self.conf.set_override, name,
-                                    info["override"], group)
-                else:
-                    self.addCleanup(self.conf.clear_override, name, group)
-                self.conf.set_override(name, value, group)
-
-    return OwnChangesConfig(conf)
-
-
 @dataclasses.dataclass(frozen=True)
 class Gap:
     """Something off on this Nova, and what the filters do about it."""

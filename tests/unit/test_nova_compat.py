@@ -19,7 +19,6 @@ from nova import objects
 from nova import servicegroup
 from nova.scheduler import request_filter as nova_request_filter
 from nova.scheduler.client import report
-from oslo_config import cfg
 
 from nova_drain_filters import nova_compat
 from nova_drain_filters import request_filter
@@ -215,37 +214,3 @@ class TestFiltersWithoutInternals(helpers.FilterTestCase):
         request_filter.install()
         self.assertFalse(request_filter.uninstall())
         self.assertFalse(hasattr(nova_request_filter, "ALL_REQUEST_FILTERS"))
-
-
-class TestConfigFixture(testtools.TestCase):
-    """Undo only our own changes, so Nova's test defaults survive."""
-
-    def setUp(self) -> None:
-        super().setUp()
-        self.conf = cfg.ConfigOpts()
-        self.conf.register_opts([cfg.IntOpt("timeout", default=160),
-                                 cfg.StrOpt("name", default="a")])
-        self.conf([], default_config_files=[])
-
-    def test_keeps_other_defaults_and_overrides(self) -> None:
-        self.conf.set_default("timeout", 0)
-        self.conf.set_override("name", "outer")
-        fixture = nova_compat.config_fixture(self.conf)
-        fixture.setUp()
-        fixture.config(name="inner")
-        fixture.register_opt(cfg.BoolOpt("extra", default=True))
-        self.assertEqual("inner", self.conf.name)
-        self.assertTrue(self.conf.extra)
-        fixture.cleanUp()
-        # oslo's own Config fixture would leave timeout=160, name="a".
-        self.assertEqual(0, self.conf.timeout)
-        self.assertEqual("outer", self.conf.name)
-        self.assertNotIn("extra", self.conf)
-
-    def test_new_override_is_cleared(self) -> None:
-        fixture = nova_compat.config_fixture(self.conf)
-        fixture.setUp()
-        fixture.config(timeout=5)
-        self.assertEqual(5, self.conf.timeout)
-        fixture.cleanUp()
-        self.assertEqual(160, self.conf.timeout)
