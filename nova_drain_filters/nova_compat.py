@@ -23,6 +23,7 @@ internal                       Nova 31, 32, 33, 34
 =============================  ===========================================
 ``HostState`` fields           the same six, set by ``HostState.update``
 ``servicegroup.API``           the same class and ``service_is_up``
+``servicegroup`` ``DbDriver``  the same ``is_up`` and ``service_down_time``
 ``request_is_rebuild``         the same function, same hint
 ``ALL_REQUEST_FILTERS``        a plain list in all four (34 adds
                                ``owner_nova_filter`` to it; we only append)
@@ -32,14 +33,23 @@ functional harness             31, 32: the test keeps only
                                33, 34: also ``placement_fixture``.
                                33: stopping a compute sleeps
                                ``manager_shutdown_timeout`` (see
-                               :func:`config_fixture`)
+                               ``fixtures.config_fixture``)
 =============================  ===========================================
 
 Where an internal is missing (a Nova outside the range, or a backport
 that moved it), the accessor degrades instead of raising, and
 :func:`log_gaps_once` logs at scheduler start-up what is off and why. This
 module is the only place that imports those Nova internals for the
-filters; call sites use it and never guard imports themselves.
+scheduler side; call sites use it and never guard imports themselves. Two
+imports of Nova are outside it, on purpose:
+
+* ``nova.scheduler.filters.BaseHostFilter`` (``filters/base.py``), the base
+  Nova documents for out-of-tree filters: without it no filter of ours can
+  load, so there is nothing to degrade to and nothing left to log;
+* Nova's object and database layers in ``clients/nova_db.py``, which only
+  the CLI loads, on a controller with ``--nova-config`` (as ``nova-manage``
+  does), never the scheduler: a start-up log line here would not reach the
+  operator who runs it.
 """
 import dataclasses
 import functools
@@ -89,6 +99,14 @@ INTERNALS: dict[str, Internal] = {
             "record (the DB or memcache driver the cloud configured)",
             "every service counts as up; disabled and forced-down services "
             "are still rejected"),
+        Internal(
+            "servicegroup_db", "nova.servicegroup.drivers.db", "DbDriver",
+            "nova/servicegroup/drivers/db.py",
+            "with the db driver the filters work out its up window "
+            "(service_down_time around now) once per request instead of "
+            "asking Nova once per host (filters/base.py UpCheck)",
+            "each host's liveness is asked of nova.servicegroup.API: the "
+            "same verdict, more slowly"),
         Internal(
             "request_is_rebuild", "nova.scheduler.utils",
             "request_is_rebuild", "nova/scheduler/utils.py",
@@ -156,6 +174,17 @@ class _AlwaysUp:
 
     def service_is_up(self, member: Any) -> bool:
         return True
+
+
+def servicegroup_api_class() -> Any:
+    """The ``nova.servicegroup.API`` class, None if this Nova has none."""
+    return _try("servicegroup")
+
+
+def servicegroup_db_driver() -> Any:
+    """Nova's ``DbDriver`` class (``nova/servicegroup/drivers/db.py``), or
+    None."""
+    return _try("servicegroup_db")
 
 
 def servicegroup_api() -> Any:

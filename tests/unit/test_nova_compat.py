@@ -19,9 +19,11 @@ from nova import objects
 from nova import servicegroup
 from nova.scheduler import request_filter as nova_request_filter
 from nova.scheduler.client import report
+from nova.servicegroup.drivers import db as servicegroup_db
 
 from nova_drain_filters import nova_compat
 from nova_drain_filters import request_filter
+from nova_drain_filters.filters import base
 from nova_drain_filters.filters import disabled_service_filter
 from tests.unit.filters import helpers
 
@@ -71,6 +73,9 @@ class TestThisNova(CompatTestCase):
                       nova_compat.request_filters())
         self.assertIsInstance(nova_compat.servicegroup_api(),
                               servicegroup.API)
+        self.assertIs(servicegroup.API, nova_compat.servicegroup_api_class())
+        self.assertIs(servicegroup_db.DbDriver,
+                      nova_compat.servicegroup_db_driver())
         # Calling it builds a real client from [placement]; the functional
         # tests use it through Nova's harness.
         self.assertIs(report.report_client_singleton,
@@ -115,6 +120,13 @@ class TestMissingInternals(CompatTestCase):
         self.remove("servicegroup")
         api = nova_compat.servicegroup_api()
         self.assertTrue(api.service_is_up({"host": "h"}))
+
+    def test_db_driver_missing_is_a_gap(self) -> None:
+        self.remove("servicegroup_db")
+        self.assertIsNone(nova_compat.servicegroup_db_driver())
+        gaps = {gap.what: gap.why for gap in nova_compat.gaps()}
+        self.assertIn("the same verdict, more slowly",
+                      gaps["nova.servicegroup.drivers.db.DbDriver"])
 
     def test_no_request_filter_list(self) -> None:
         self.remove("request_filters")
@@ -201,6 +213,18 @@ class TestFiltersWithoutInternals(helpers.FilterTestCase):
         passed = filt.filter_all(hosts, self.spec())
         # Liveness is Nova's call; without it only flags are rejected.
         self.assertEqual(["up", "silent"], [h.host for h in passed])
+
+    def test_service_filter_without_the_db_driver_asks_nova(self) -> None:
+        # filters/base.py read DbDriver through nova_compat at import; a
+        # Nova without it leaves UpCheck no shortcut, only Nova's verdict.
+        self.useFixture(fixtures.MockPatchObject(base, "_DB_DRIVER", None))
+        api = nova_compat.servicegroup_api()
+        self.assertIsNone(base.UpCheck(api).window)
+        filt = disabled_service_filter.DisabledServiceFilter()
+        hosts = [self.host("up"), self.host("off", disabled=True),
+                 self.host("silent", last_seen_up=helpers.ago(3600))]
+        self.assertEqual(["up"], [h.host for h in
+                                  filt.filter_all(hosts, self.spec())])
 
     def test_rebuild_still_skipped_without_novas_helper(self) -> None:
         self.remove("request_is_rebuild")
