@@ -53,6 +53,7 @@ __all__ = ["IronicView", "get_view", "set_view"]
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
 
+
 class IronicView:
     """The latest trusted snapshot, its refresher and its failure state.
 
@@ -328,7 +329,6 @@ class IronicView:
                   {"age": self._age_text(),
                    "error": self.last_error or "a refresh has not finished",
                    "mode": CONF.drain_filters.baremetal_failure_mode})
-
 
     # event mode (events.py) ---------------------------------------------
 
