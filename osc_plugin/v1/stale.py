@@ -20,6 +20,7 @@ from typing import Any
 from osc_lib import exceptions
 
 from nova_drain_filters import decisions
+from nova_drain_filters import orphan_clear
 from nova_drain_filters import orphans
 from nova_drain_filters import stale
 from nova_drain_filters.clients import http
@@ -262,7 +263,7 @@ class ClearStale(common.ClearCommand):
         dead = facts.allocations.get(rp, {})
         node = facts.nodes.get(rp)
         for consumer in sorted(dead):
-            outcome = orphans.clear_consumer(client.nova, client.placement,
+            outcome = orphan_clear.clear_consumer(client.nova, client.placement,
                                              consumer, {rp: node})
             if outcome.result == "skipped":
                 raise StepRefused(f"kept: consumer {consumer}: "

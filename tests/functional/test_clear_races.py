@@ -29,6 +29,7 @@ from typing import Any
 import fixtures
 from nova.scheduler.client import report
 
+from nova_drain_filters import orphan_clear
 from nova_drain_filters import orphans
 from nova_drain_filters.clients import placement
 from tests.functional import orphan_cloud
@@ -136,8 +137,8 @@ class NovaWritesTheConsumerTest(orphan_cloud.OrphanCloudBase):
             self.written = orphan_cloud.resources(self.allocations(consumer))
         self.client.after_read = write
 
-    def clear(self) -> orphans.ClearOutcome:
-        outcome = orphans.clear_consumer(self.nova, self.client, self.orphan,
+    def clear(self) -> orphan_clear.ClearOutcome:
+        outcome = orphan_clear.clear_consumer(self.nova, self.client, self.orphan,
                                          self.drop)
         self.assertEqual(1, self.client.conflicts)
         self.assertEqual(1, outcome.conflicts)

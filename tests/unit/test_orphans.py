@@ -17,6 +17,7 @@ from typing import Any
 import testtools
 
 from nova_drain_filters import decisions
+from nova_drain_filters import orphan_clear
 from nova_drain_filters import orphans
 from tests.unit import drain_fakes as df
 
@@ -93,8 +94,8 @@ class TestFindOrphans(testtools.TestCase):
 
     def test_moving_statuses_are_live_elsewhere(self) -> None:
         self.assertEqual({"MIGRATING", "RESIZE", "VERIFY_RESIZE",
-                          "REVERT_RESIZE", "REBUILD"}, set(orphans.MOVING))
-        for status in sorted(orphans.MOVING):
+                          "REVERT_RESIZE", "REBUILD"}, set(orphan_clear.MOVING))
+        for status in sorted(orphan_clear.MOVING):
             self.assertEqual([], judge("inst-1", servers=[
                 df.server("inst-1", "n2", "c2", status=status)]), status)
         self.assertEqual(1, len(judge("inst-1", servers=[
@@ -108,7 +109,7 @@ class TestFindOrphans(testtools.TestCase):
 
     def test_reason_for_without_node(self) -> None:
         # ClearStale asks with node None: an instance with a node is elsewhere.
-        reason = orphans.reason_for(df.server("i", "n2", "c2"), None)
+        reason = orphan_clear.reason_for(df.server("i", "n2", "c2"), None)
         self.assertEqual(RC.INSTANCE_ELSEWHERE, reason.code)
 
 
@@ -296,17 +297,17 @@ class TestGatherNovaTrees(testtools.TestCase):
 
 class TestClearConsumer(testtools.TestCase):
     def clear(self, server: Any = None, current: Any = None,
-              drop: Any = None, dry_run: bool = False) -> orphans.ClearOutcome:
+              drop: Any = None, dry_run: bool = False) -> orphan_clear.ClearOutcome:
         self.nova = df.FakeNova(servers=[server] if server else [])
         self.placement = df.FakeAllocations(
             consumers={"inst": current} if current is not None else {})
-        return orphans.clear_consumer(self.nova, self.placement, "inst",
+        return orphan_clear.clear_consumer(self.nova, self.placement, "inst",
                                       drop or {"rp-n1": "n1"}, dry_run)
 
     def test_instance_reappeared_on_the_node_is_skipped(self) -> None:
         outcome = self.clear(df.server("inst", "n1"), df.consumer(
             {"rp-n1": {"VCPU": 1}}))
-        self.assertEqual(orphans.ClearOutcome(
+        self.assertEqual(orphan_clear.ClearOutcome(
             "inst", ("rp-n1",), "skipped", "instance is on n1 now"), outcome)
         self.assertEqual([], self.placement.calls)
 
@@ -322,7 +323,7 @@ class TestClearConsumer(testtools.TestCase):
                                "rp-gpu": {"VGPU": 1}}, generation=7)
         outcome = self.clear(df.server("inst", "n2", "c2"), current,
                              drop={"rp-n1": "n1", "rp-gpu": "n1"})
-        self.assertEqual(orphans.ClearOutcome(
+        self.assertEqual(orphan_clear.ClearOutcome(
             "inst", ("rp-gpu", "rp-n1"), "rewritten, kept 1 provider(s)"),
             outcome)
         [(_, uuid, keep, sent)] = self.placement.writes
@@ -360,7 +361,7 @@ class TestClearConsumer(testtools.TestCase):
             outcome = self.clear(df.server("inst", node, "c2"),
                                  df.consumer({"rp-n1": {"VCPU": 1}}),
                                  drop={"rp-n1": None})
-            self.assertEqual(orphans.ClearOutcome(
+            self.assertEqual(orphan_clear.ClearOutcome(
                 "inst", ("rp-n1",), "skipped", "no node known for provider "
                 "rp-n1 to check the instance against"), outcome)
             self.assertEqual([], self.placement.calls)
