@@ -23,12 +23,10 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from osc_lib import exceptions
 
-# The scheduler's rule; it moves to nova_drain_filters.ironic_view
-# .credentials with the Ironic view package (issue 19, section 1).
-from nova_drain_filters import ironic_credentials
 from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import ironic
 from nova_drain_filters.clients import placement
+from nova_drain_filters.ironic_view import credentials as ironic_credentials
 
 LOG = logging.getLogger(__name__)
 
@@ -97,7 +95,7 @@ class DrainClient:
     def token_scope(self) -> str | None:
         """Why the token may not see every Ironic node, or None.
 
-        The rule is the scheduler's (``ironic_credentials.scope_problem``,
+        The rule is the scheduler's (``ironic_view.credentials.scope_problem``,
         after Ironic's ``baremetal:node:list_all`` default, ``SYSTEM_READER``
         in ``ironic/common/policy.py``): a system-scoped token with the
         reader role, or any token with the service role, lists every node;

@@ -225,7 +225,7 @@ def build_case(sizes: tuple[int, ...], repeat: int, workers: int,
     from nova.network import model as network_model
     from nova.scheduler.client import report
 
-    from nova_drain_filters import nova_compat
+    from nova_drain_filters import fixtures as ndf_fixtures
     from nova_drain_filters import orphans
     from nova_drain_filters.clients import http
     from osc_plugin import client as osc_client
@@ -300,7 +300,7 @@ def build_case(sizes: tuple[int, ...], repeat: int, workers: int,
                 copy.close()
             server = placement_server.PlacementServer(
                 database=folder / "placement.db", workers=workers)
-            fixture = nova_compat.placement_fixture(self)
+            fixture = ndf_fixtures.placement_fixture(self)
             before = (fixture.endpoint, self.cli_auth.endpoints["placement"])
             server.start()
             try:

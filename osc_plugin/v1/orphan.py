@@ -16,6 +16,7 @@ from typing import Any
 
 from osc_lib import exceptions
 
+from nova_drain_filters import orphan_clear
 from nova_drain_filters import orphans
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import nova_db
@@ -202,7 +203,7 @@ class ClearOrphan(planned.PlannedChange[Removal]):
         failures = []
         for consumer, drop in steps:
             try:
-                outcome = orphans.clear_consumer(client.nova, client.placement,
+                outcome = orphan_clear.clear_consumer(client.nova, client.placement,
                                                  consumer, drop)
             except http.ApiError as exc:
                 failures.append(f"consumer {consumer}: {exc}")

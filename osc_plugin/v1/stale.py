@@ -281,7 +281,7 @@ class ClearStale(planned.PlannedChange[stale.Step]):
         dead = facts.allocations.get(rp, {})
         node = facts.nodes.get(rp)
         for consumer in sorted(dead):
-            outcome = orphans.clear_consumer(client.nova, client.placement,
+            outcome = orphan_clear.clear_consumer(client.nova, client.placement,
                                              consumer, {rp: node})
             if outcome.result is orphan_clear.Outcome.SKIPPED:
                 why = results.kept(outcome.kept) if outcome.kept else ""

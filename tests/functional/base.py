@@ -24,7 +24,6 @@ from nova.db.main import models
 from nova.tests.functional import integrated_helpers
 
 from nova_drain_filters import fixtures as ndf_fixtures
-from nova_drain_filters import nova_compat
 
 # Nova's default enabled_filters, minus ComputeFilter: DisabledServiceFilter
 # makes the same decisions, with reasons. Ours run first so that their
@@ -70,8 +69,8 @@ class DrainTestBase(integrated_helpers._IntegratedTestBase):
                    group="filter_scheduler")
         if self.DRAIN:
             self.drain = self.useFixture(ndf_fixtures.DrainFilters(
-                placement=nova_compat.placement_fixture(self), prefilter=self.PREFILTER,
-                first=True, ironic_url=getattr(self, "ironic_url", None),
+                prefilter=self.PREFILTER, first=True,
+                ironic_url=getattr(self, "ironic_url", None),
                 **self.DRAIN_OPTIONS))
         else:
             self.flags(enabled_filters=["ComputeFilter"] + NOVA_FILTERS,

@@ -19,7 +19,7 @@ is stopped mid-test to show the fallback to polling and the way back.
 import time
 from collections.abc import Callable
 
-from nova_drain_filters import ironic_events
+from nova_drain_filters.ironic_view import events as ironic_events
 from tests.functional import test_baremetal_scheduling as scheduling
 from tests.functional.services import rabbitmq_server
 

@@ -14,7 +14,7 @@
 
 Each round makes fresh orphans (``orphan_cloud``), then starts two runs of
 what ``openstack drain orphan clear --yes`` does (``orphans.gather``, then
-``orphans.clear_consumer`` per consumer), each with its own clients, in two
+``orphan_clear.clear_consumer`` per consumer), each with its own clients, in two
 threads released together. One run clears the consumers in order, the other
 in reverse order every other round, so they meet on the same consumer.
 
@@ -73,12 +73,12 @@ class InterleavedCompute(Interleaved, compute.ComputeClient):
 
 
 def clear_run(nova: Any, placement: Any,
-              reverse: bool) -> dict[str, orphans.ClearOutcome]:
+              reverse: bool) -> dict[str, orphan_clear.ClearOutcome]:
     """What ``orphan clear --yes`` does: list, then clear each consumer."""
     drops: dict[str, dict[str, str | None]] = {}
     for orphan in orphans.gather(nova, placement):
         drops.setdefault(orphan.consumer, {})[orphan.provider] = orphan.node
-    return {consumer: orphans.clear_consumer(nova, placement, consumer,
+    return {consumer: orphan_clear.clear_consumer(nova, placement, consumer,
                                              drops[consumer])
             for consumer in sorted(drops, reverse=reverse)}
 
@@ -145,7 +145,7 @@ class TwoClearsTest(orphan_cloud.OrphanCloudBase):
         return results
 
     def check_once(self, made: dict[str, Any],
-                   runs: list[dict[str, orphans.ClearOutcome]],
+                   runs: list[dict[str, orphan_clear.ClearOutcome]],
                    where: str) -> int:
         """Each orphan removed by one run; the other: gone or not listed.
 

@@ -139,8 +139,8 @@ class NovaWritesTheConsumerTest(orphan_cloud.OrphanCloudBase):
             self.written = orphan_cloud.resources(self.allocations(consumer))
         self.client.after_read = write
 
-    def clear(self) -> orphans.ClearOutcome:
-        outcome = orphans.clear_consumer(self.nova, self.client, self.orphan,
+    def clear(self) -> orphan_clear.ClearOutcome:
+        outcome = orphan_clear.clear_consumer(self.nova, self.client, self.orphan,
                                          self.drop)
         self.assertEqual(1, self.client.conflicts)
         self.assertEqual(1, outcome.conflicts)

@@ -22,6 +22,7 @@ from oslo_config import types as cfg_types
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import traits
+from nova_drain_filters.conf import validation
 
 GROUP = drain_conf.GROUP
 OPTS = {opt.dest: opt for _group, opts in drain_conf.list_opts()
@@ -246,7 +247,7 @@ class TestCheckValueIsGeneric(testtools.TestCase):
     """The rules follow a declaration, whatever option it is."""
 
     def check(self, opt: cfg.Opt, value: object) -> str | None:
-        return drain_conf._check_value(opt, value)
+        return validation.check_value(opt, value)
 
     def test_empty_number_rejected_unless_none_is_the_default(self) -> None:
         self.assertIn("empty value", str(self.check(

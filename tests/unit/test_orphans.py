@@ -96,8 +96,8 @@ class TestFindOrphans(testtools.TestCase):
 
     def test_moving_statuses_are_live_elsewhere(self) -> None:
         self.assertEqual({"MIGRATING", "RESIZE", "VERIFY_RESIZE",
-                          "REVERT_RESIZE", "REBUILD"}, set(orphans.MOVING))
-        for status in sorted(orphans.MOVING):
+                          "REVERT_RESIZE", "REBUILD"}, set(orphan_clear.MOVING))
+        for status in sorted(orphan_clear.MOVING):
             self.assertEqual([], judge("inst-1", servers=[
                 df.server("inst-1", "n2", "c2", status=status)]), status)
         self.assertEqual(1, len(judge("inst-1", servers=[
@@ -111,7 +111,7 @@ class TestFindOrphans(testtools.TestCase):
 
     def test_reason_for_without_node(self) -> None:
         # ClearStale asks with node None: an instance with a node is elsewhere.
-        reason = orphans.reason_for(df.server("i", "n2", "c2"), None)
+        reason = orphan_clear.reason_for(df.server("i", "n2", "c2"), None)
         self.assertEqual(RC.INSTANCE_ELSEWHERE, reason.code)
 
 
@@ -299,11 +299,11 @@ class TestGatherNovaTrees(testtools.TestCase):
 
 class TestClearConsumer(testtools.TestCase):
     def clear(self, server: Any = None, current: Any = None,
-              drop: Any = None, dry_run: bool = False) -> orphans.ClearOutcome:
+              drop: Any = None, dry_run: bool = False) -> orphan_clear.ClearOutcome:
         self.nova = df.FakeNova(servers=[server] if server else [])
         self.placement = df.FakeAllocations(
             consumers={"inst": current} if current is not None else {})
-        return orphans.clear_consumer(self.nova, self.placement, "inst",
+        return orphan_clear.clear_consumer(self.nova, self.placement, "inst",
                                       drop or {"rp-n1": "n1"}, dry_run)
 
     def test_instance_reappeared_on_the_node_is_skipped(self) -> None:

@@ -114,7 +114,7 @@ class TestPagination(NovaTestCase):
         self.assertEqual(2, len(self.api_calls()))
 
     def test_too_many_pages(self) -> None:
-        self.patch(compute, "MAX_PAGES", 2)
+        self.patch(http, "MAX_PAGES", 2)
         self.mock.get(ENDPOINT + "/os-hypervisors/detail", response_list=[
             page("hypervisors", [hv_body(HV1, "n1")], more=True),
             page("hypervisors", [hv_body(HV2, "n2")], more=True),

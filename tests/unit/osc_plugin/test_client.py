@@ -22,10 +22,10 @@ from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import fixture as ksa_fixture
 from osc_lib import exceptions
 
-from nova_drain_filters import ironic_credentials
 from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import ironic
 from nova_drain_filters.clients import placement
+from nova_drain_filters.ironic_view import credentials as ironic_credentials
 from osc_plugin import client
 from osc_plugin import plugin
 
@@ -146,7 +146,7 @@ class TestTokenScope(testtools.TestCase):
             token(roles=("service",))).token_scope())
 
     def test_the_rule_is_the_schedulers(self) -> None:
-        # One rule with ironic_credentials.scope_problem: system scope
+        # One rule with ironic_view.credentials.scope_problem: system scope
         # lists every node only with a reader role (admin and member
         # include it); a role Ironic's SYSTEM_READER does not know fails.
         for roles in (("admin",), ("member",), ("reader",), ("service",)):

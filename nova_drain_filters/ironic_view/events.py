@@ -46,15 +46,17 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+from typing import Protocol
 
 import oslo_messaging
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from nova_drain_filters import ironic_event_pools as pools
-from nova_drain_filters import ironic_notifications as notifications
-from nova_drain_filters import ironic_view
+from nova_drain_filters import decisions
 from nova_drain_filters.clients import ironic
+from nova_drain_filters.ironic_view import notifications
+from nova_drain_filters.ironic_view import pools
+from nova_drain_filters.ironic_view import snapshot
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
@@ -63,6 +65,19 @@ CONF = cfg.CONF
 CONNECT_GRACE = 5.0
 #: How often the watcher looks at the connection.
 WATCH_INTERVAL = 0.5
+
+
+class View(Protocol):
+    """What the listener needs of the view it keeps current (``IronicView``)."""
+
+    def trusted(self) -> snapshot.Snapshot | None: ...
+
+    def refresh(self) -> bool: ...
+
+    def update_node(self, facts: decisions.IronicNodeFacts,
+                    read_at: float) -> bool: ...
+
+    def mark_deleted(self, node_uuid: str, at: float) -> bool: ...
 
 
 class _Endpoint:
@@ -83,13 +98,13 @@ class EventListener:
 
     def __init__(
         self,
-        view: ironic_view.IronicView,
-        client_factory: Callable[[], ironic.IronicClient] | None = None,
+        view: View,
+        client_factory: Callable[[], ironic.IronicClient],
         clock: Callable[[], float] = time.monotonic,
         transport_factory: Callable[[str | None], Any] | None = None,
     ) -> None:
         self.view = view
-        self._client_factory = client_factory or ironic_view._default_client
+        self._client_factory = client_factory
         self._client: ironic.IronicClient | None = None
         self._clock = clock
         self._transport_factory = transport_factory or _notification_transport

@@ -16,7 +16,7 @@ A refresher thread per scheduler process lists the nodes every
 ``[drain_filters] baremetal_refresh_interval`` seconds (paginated
 ``GET /v1/nodes`` with only the needed fields) and swaps the snapshot in
 whole; the filters only read it. The refresher starts when Nova loads the
-filters and again in each worker Nova forks (``ironic_refresher``); a
+filters and again in each worker Nova forks (``refresher.py``); a
 request that finds no snapshot yet waits for the first listing for at most
 ``baremetal_startup_wait`` seconds.
 
@@ -39,69 +39,95 @@ from oslo_log import log as logging
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
-from nova_drain_filters import ironic_credentials
-from nova_drain_filters import ironic_refresher
-from nova_drain_filters import ironic_snapshot
-from nova_drain_filters.clients import http
 from nova_drain_filters.clients import ironic
+from nova_drain_filters.ironic_view import credentials
+from nova_drain_filters.ironic_view import known
+from nova_drain_filters.ironic_view import refresher as refresher_mod
+from nova_drain_filters.ironic_view import snapshot
 
 if TYPE_CHECKING:
-    from nova_drain_filters import ironic_events
+    from nova_drain_filters.ironic_view import events as events_mod
 
-#: The snapshot type, here too for callers and tests that knew it here.
-Snapshot = ironic_snapshot.Snapshot
+__all__ = ["IronicView", "get_view", "set_view"]
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
 
-#: A node counts as known to Nova for this long after a request last
-#: offered it (two windows are kept, so between one and two hours).
-KNOWN_WINDOW = 3600.0
 
+class IronicView:
+    """The latest trusted snapshot, its refresher and its failure state.
 
-def _default_client() -> ironic.IronicClient:
-    # The [ironic] section Nova's Ironic driver uses (nova/conf/ironic.py).
-    return ironic.IronicClient(
-        http.adapter_from_conf(CONF, "ironic", "baremetal"),
-        default_timeout=ironic.DEFAULT_READ_TIMEOUT)
-
-
-class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
-    """The latest trusted snapshot, its refresher and its failure state."""
+    Composed of a refresher (``self.refresher``: the threads that list
+    Ironic) and a patch set (``self.patches``: the current snapshot and the
+    event reads newer than it); the view decides what they mean.
+    """
 
     def __init__(
         self,
-        client_factory: Callable[[], ironic.IronicClient] = _default_client,
+        client_factory: Callable[[], ironic.IronicClient] = ironic.from_conf,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        ironic_refresher.Refresher.__init__(self, clock)
-        ironic_snapshot.Patches.__init__(self)
+        self._clock = clock
+        self.refresher = refresher_mod.Refresher(
+            self._list, clock, forget_connections=self._forget_connections,
+            started=self._start_events, forked=self._forked)
+        self.patches = snapshot.Patches()
         self._client_factory = client_factory
         self._client: ironic.IronicClient | None = None
-        self._first_seen: dict[str, float] = {}
-        #: Ironic node UUIDs requests offered: this window and the last.
-        self._known: set[str] = set()
-        self._known_before: set[str] = set()
-        self._known_since = clock()
-        self._verdict: tuple[object, int, decisions.ListingVerdict] | None = (
-            None)
+        #: The Ironic nodes requests offered: the nodes Nova knows.
+        self.known = known.KnownNodes(clock)
         self._verdict_logged: object = None
         self._policy_logged_at: float | None = None
         self._startup_logged = False
         #: The last refresh error, None after a success.
         self.last_error: str | None = None
         self.refreshes = 0
-        self._events: ironic_events.EventListener | None = None
+        self._events: events_mod.EventListener | None = None
 
-    # refreshing ----------------------------------------------------------
+    # the refresher's threads ---------------------------------------------
 
-    def _refresh(self, generation: int) -> bool:
+    def start(self) -> None:
+        """Start refreshing in this process and after every fork of it."""
+        self.refresher.start()
+
+    def ensure_running(self) -> None:
+        """Make sure the refresher runs here (``Refresher.ensure_running``)."""
+        self.refresher.ensure_running()
+
+    def refresh(self) -> bool:
+        """List all nodes and swap the snapshot in; False if it did not.
+
+        Single-flight: returns False at once if a refresh is under way.
+        """
+        return self.refresher.refresh()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the refresher, its watchdog and the event listener."""
+        self.refresher.stop(timeout)
+        if self._events is not None:
+            self._events.stop(timeout)
+
+    # events --------------------------------------------------------------
+
+    def update_node(self, facts: decisions.IronicNodeFacts,
+                    read_at: float) -> bool:
+        """Put one node an event read into the snapshot (``Patches``)."""
+        return self.patches.update_node(facts, read_at)
+
+    def mark_deleted(self, node_uuid: str, at: float) -> bool:
+        """Take a node Ironic deleted out of the snapshot (``Patches``)."""
+        return self.patches.mark_deleted(node_uuid, at)
+
+    # one listing (run by the refresher) ----------------------------------
+
+    def _list(self, generation: int) -> bool:
         started = self._clock()
         started_wall = datetime.datetime.now(datetime.timezone.utc)
+        refresher = self.refresher
         try:
             if self._client is None:
                 self._client = self._client_factory()
-                self.read_timeout = float(getattr(
+                refresher.read_timeout = float(getattr(
                     self._client, "read_timeout", None)
                     or ironic.DEFAULT_READ_TIMEOUT)
             client = self._client
@@ -109,23 +135,23 @@ class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
             nodes: dict[str, decisions.IronicNodeFacts] = {}
             page_size = CONF.drain_filters.baremetal_page_size
             for page in client.iter_node_pages(page_size):
-                self.progress()
+                refresher.progress()
                 nodes.update((n.uuid, n) for n in page)
             requests = client.requests - before
-            snap = Snapshot(nodes, started, self._clock(), requests,
+            snap = snapshot.Snapshot(nodes, started, self._clock(), requests,
                             started_wall)
         except Exception as exc:  # never let Ironic's trouble escape
-            if generation == self._generation:
+            if refresher.is_current(generation):
                 self.last_error = str(exc)
             LOG.error("Ironic node refresh failed, keeping the snapshot from "
                       "%(age)s: %(error)s",
                       {"age": self._age_text(), "error": exc})
             return False
-        if generation != self._generation:
+        if not refresher.is_current(generation):
             LOG.warning("Dropping an Ironic listing that finished after the "
                         "watchdog gave up on it")
             return False
-        self._install(snap)
+        self.patches.install(snap)
         self.last_error = None
         self.refreshes += 1
         if self.refreshes == 1:
@@ -138,9 +164,8 @@ class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
     def _check_credentials(self, client: ironic.IronicClient) -> None:
         """Warn once if the token cannot list every node (no request)."""
         try:
-            access = ironic_credentials.token_of(
-                getattr(client, "adapter", None))
-            problem = (ironic_credentials.scope_problem(access)
+            access = credentials.token_of(getattr(client, "adapter", None))
+            problem = (credentials.scope_problem(access)
                        if access is not None else None)
         except Exception as exc:
             LOG.debug("Could not read the [ironic] token's scope: %s", exc)
@@ -151,25 +176,14 @@ class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
     def _forget_connections(self) -> None:
         self._client = None
 
-    def _start_watchdog(self) -> None:
-        # The slow path of ensure_running: a first start in this process,
-        # after a fork, or after a stop. The listener starts beside it.
-        super()._start_watchdog()
-        self._start_events()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop the refresher, its watchdog and the event listener."""
-        super().stop(timeout)
-        self._stop_events(timeout)
-
-    def _reset_after_fork(self) -> None:
-        super()._reset_after_fork()
+    def _forked(self) -> None:
         self._startup_logged = False
 
     def _age_text(self) -> str:
-        if self._snapshot is None:
+        snap = self.patches.current
+        if snap is None:
             return "never (no snapshot yet)"
-        return f"{self._clock() - self._snapshot.finished_at:.0f}s ago"
+        return f"{self._clock() - snap.finished_at:.0f}s ago"
 
     # waiting for the first listing ---------------------------------------
 
@@ -180,18 +194,18 @@ class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
         ``baremetal_startup_wait`` seconds after that start. Then the
         failure policy applies (logged once).
         """
-        self.ensure_running()
-        first = self._first_attempt
+        self.refresher.ensure_running()
+        first = self.refresher.first_attempt
         if self.trusted() is not None:
             return
         wait = CONF.drain_filters.baremetal_startup_wait
         if not first.is_set():
-            since = self._running_since
+            since = self.refresher.running_since
             remaining = (since if since is not None else self._clock()) + (
                 wait - self._clock())
             if remaining > 0:
                 first.wait(remaining)
-        if self._startup_logged or self._snapshot is not None:
+        if self._startup_logged or self.patches.current is not None:
             return
         self._startup_logged = True
         LOG.error("No Ironic listing yet, up to %(wait)ss after the "
@@ -204,9 +218,9 @@ class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
 
     # reading -------------------------------------------------------------
 
-    def trusted(self) -> Snapshot | None:
+    def trusted(self) -> snapshot.Snapshot | None:
         """The snapshot if it is young enough to decide on, else None."""
-        snap = self._snapshot
+        snap = self.patches.current
         max_age = CONF.drain_filters.baremetal_max_snapshot_age
         if snap is None or self._clock() - snap.finished_at > max_age:
             return None
@@ -214,41 +228,22 @@ class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
 
     def seen(self, node_uuid: str) -> float:
         """Remember when the scheduler first saw this node; return that."""
-        self.observe((node_uuid,))
-        return self._first_seen[node_uuid]
+        return self.known.first_seen(node_uuid)
 
     def observe(self, node_uuids: Iterable[str]) -> None:
-        """Note the Ironic nodes one request offered: Nova knows them.
+        """Note the Ironic nodes one request offered (``known.py``)."""
+        self.known.observe(node_uuids)
 
-        "The Ironic compute nodes Nova knows" is, on the scheduler side,
-        what placement offered this process's requests over the last one to
-        two ``KNOWN_WINDOW``. Placement offers free nodes only, so this is
-        a lower bound: enough to see that a listing lacks most of them.
-        """
-        now = self._clock()
-        if now - self._known_since > KNOWN_WINDOW:
-            self._known_before, self._known = self._known, set()
-            self._known_since = now
-        first_seen, known = self._first_seen, self._known
-        for uuid in node_uuids:
-            if uuid not in known:
-                known.add(uuid)
-                first_seen.setdefault(uuid, now)
-
-    def listing_verdict(self, snap: Snapshot) -> decisions.ListingVerdict:
+    def listing_verdict(
+        self, snap: snapshot.Snapshot
+    ) -> decisions.ListingVerdict:
         """The blast-radius verdict on ``snap`` over the nodes Nova knows.
 
         Cached per snapshot and number of known nodes; logged once per
         snapshot when it is not trusted.
         """
-        size = len(self._known) + len(self._known_before)
-        cached = self._verdict
-        if cached is not None and cached[0] is snap and cached[1] == size:
-            return cached[2]
-        verdict = decisions.listing_verdict(
-            self._known | self._known_before, snap.nodes,
-            CONF.drain_filters.ironic_missing_max_fraction)
-        self._verdict = (snap, size, verdict)
+        verdict = self.known.verdict(
+            snap, snap.nodes, CONF.drain_filters.ironic_missing_max_fraction)
         if not verdict.trusted and self._verdict_logged is not snap:
             self._verdict_logged = snap
             LOG.error("Not believing the Ironic listing about missing nodes: "
@@ -313,7 +308,7 @@ class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
         snap = self.trusted()
         if snap is None or node_uuid in snap.nodes:
             return None
-        if node_uuid in self._deleted:
+        if self.patches.is_deleted(node_uuid):
             return decisions.missing_from_ironic_reason(node_uuid)
         known_before = first_seen < snap.started_at or (
             updated_at is not None
@@ -335,8 +330,7 @@ class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
                    "error": self.last_error or "a refresh has not finished",
                    "mode": CONF.drain_filters.baremetal_failure_mode})
 
-
-    # event mode (nova_drain_filters/ironic_events.py) ----------------------
+    # event mode (events.py) ---------------------------------------------
 
     def _start_events(self) -> None:
         """Start the notification listener beside the refresher, if enabled.
@@ -345,15 +339,11 @@ class IronicView(ironic_snapshot.Patches, ironic_refresher.Refresher):
         """
         if not CONF.drain_filters.baremetal_notifications:
             return
-        from nova_drain_filters import ironic_events
+        from nova_drain_filters.ironic_view import events
         if self._events is None:
-            self._events = ironic_events.EventListener(
+            self._events = events.EventListener(
                 self, self._client_factory, clock=self._clock)
         self._events.start()
-
-    def _stop_events(self, timeout: float) -> None:
-        if self._events is not None:
-            self._events.stop(timeout)
 
 
 _view: IronicView | None = None
@@ -382,8 +372,9 @@ def set_view(view: IronicView | None) -> IronicView | None:
     return old
 
 
-def _current() -> ironic_refresher.Refresher | None:
-    return _view
+def _current() -> refresher_mod.Refresher | None:
+    view = _view
+    return view.refresher if view is not None else None
 
 
 def _reset_lock_in_child() -> None:
@@ -392,4 +383,4 @@ def _reset_lock_in_child() -> None:
     _view_lock = threading.Lock()
 
 
-ironic_refresher.install_fork_hooks(_current, _reset_lock_in_child)
+refresher_mod.install_fork_hooks(_current, _reset_lock_in_child)

@@ -18,14 +18,14 @@ from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
 from nova_drain_filters import ironic_view
 from tests.unit import ironic_fakes
-from tests.unit import ironic_view_helpers
+from tests.unit.ironic_view import helpers
 
 RC = decisions.ReasonCode
 UTC = datetime.timezone.utc
-CLEAN = ironic_view_helpers.CLEAN
-FREE = ironic_view_helpers.FREE
-THREAD = ironic_view_helpers.THREAD
-ViewTestCase = ironic_view_helpers.ViewTestCase
+CLEAN = helpers.CLEAN
+FREE = helpers.FREE
+THREAD = helpers.THREAD
+ViewTestCase = helpers.ViewTestCase
 
 
 class TestRefresh(ViewTestCase):

@@ -10,8 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""A base test case for IronicView: fake client, fake clock, options."""
+"""A base test case for IronicView (fake client, fake clock, options), and
+the notification payloads the event tests share."""
 import logging
+from typing import Any
 
 import fixtures
 import testtools
@@ -28,6 +30,16 @@ THREAD = "drain-ironic-refresh"
 POLICY = "No trusted Ironic snapshot"
 CLEAN = ironic_fakes.ironic_node("clean", provision_state="clean wait")
 FREE = ironic_fakes.ironic_node("free")
+NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+OTHER = "5d3f0c1e-8a45-4c1b-9f7e-2b6a1c0d9e88"
+
+
+def payload(**data: Any) -> dict[str, Any]:
+    """A versioned notification payload as Ironic sends it."""
+    return {"ironic_object.name": "NodePayload",
+            "ironic_object.namespace": "ironic",
+            "ironic_object.version": "1.17",
+            "ironic_object.data": data}
 
 
 class ViewTestCase(testtools.TestCase):

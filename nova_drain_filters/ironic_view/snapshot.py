@@ -15,8 +15,8 @@
 A ``Snapshot`` is what one paginated listing saw, with the reasons of every
 unusable node worked out once, so a filter's healthy host costs one lookup.
 ``Patches`` keeps the view's current snapshot: a listing goes in whole, and
-an event (``nova_drain_filters/ironic_events.py``) replaces or removes one
-node, copy on write, without judging the other nodes again. No I/O here.
+an event (``events.py`` in this package) replaces or removes one node,
+copy on write, without judging the other nodes again. No I/O here.
 """
 import copy
 import dataclasses
@@ -80,7 +80,11 @@ class Snapshot:
 
 
 class Patches:
-    """The current snapshot, and the event reads newer than its listing."""
+    """The current snapshot, and the event reads newer than its listing.
+
+    The view owns one (``IronicView.patches``): its refresher installs each
+    listing here and its event listener updates nodes here.
+    """
 
     def __init__(self) -> None:
         self._snapshot: Snapshot | None = None
@@ -92,6 +96,15 @@ class Patches:
         #: Nodes a delete event named: missing without the known-before
         #: rule, which only tells a listing's gaps from new enrolments.
         self._deleted: set[str] = set()
+
+    @property
+    def current(self) -> Snapshot | None:
+        """The latest snapshot with the events applied; None before any."""
+        return self._snapshot
+
+    def is_deleted(self, node_uuid: str) -> bool:
+        """True if a delete event named the node since a listing had it."""
+        return node_uuid in self._deleted
 
     def update_node(self, facts: decisions.IronicNodeFacts,
                     read_at: float) -> bool:
@@ -124,7 +137,7 @@ class Patches:
             self._snapshot = snap.patched({node_uuid: facts})
             return True
 
-    def _install(self, snap: Snapshot) -> None:
+    def install(self, snap: Snapshot) -> None:
         """Swap a new listing in, keeping what events read after it began.
 
         A listing takes a while; a node re-read after the listing started

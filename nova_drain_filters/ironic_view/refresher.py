@@ -49,10 +49,38 @@ BACKOFF_MAX = 300.0
 STALE_BEAT = 10.0
 
 
-class Refresher:
-    """Threads that call ``_refresh`` periodically; subclassed by the view."""
+def _nothing() -> None:
+    """The default of a hook the owner does not need."""
 
-    def __init__(self, clock: Callable[[], float]) -> None:
+
+class Refresher:
+    """Threads that run one listing periodically, for the view that owns it.
+
+    The owner passes what a listing is and what to do at the edges:
+
+    * ``listing(generation)`` lists once and returns True if the snapshot
+      was replaced; a listing must drop its result when ``is_current``
+      says its generation was given up;
+    * ``forget_connections()`` drops HTTP connections (after a fork or a
+      hung listing);
+    * ``started()`` runs when this process's threads start afresh (a first
+      start, after a fork, after a stop): the event listener starts there;
+    * ``forked()`` runs in a forked child, after the refresher forgot the
+      parent's threads.
+    """
+
+    def __init__(
+        self,
+        listing: Callable[[int], bool],
+        clock: Callable[[], float],
+        forget_connections: Callable[[], None] = _nothing,
+        started: Callable[[], None] = _nothing,
+        forked: Callable[[], None] = _nothing,
+    ) -> None:
+        self._listing = listing
+        self._forget_connections = forget_connections
+        self._started = started
+        self._forked = forked
         self._clock = clock
         self._refresh_lock = threading.Lock()
         self._thread_lock = threading.Lock()
@@ -82,13 +110,21 @@ class Refresher:
         #: Refreshers restarted by the watchdog, for logs and tests.
         self.restarts = 0
 
-    # subclass hooks --------------------------------------------------------
+    # what the owner reads ----------------------------------------------------
 
-    def _refresh(self, generation: int) -> bool:
-        raise NotImplementedError
+    def is_current(self, generation: int) -> bool:
+        """False once the watchdog gave up on listings of ``generation``."""
+        return generation == self._generation
 
-    def _forget_connections(self) -> None:
-        """Drop HTTP connections (after a fork or a hung listing)."""
+    @property
+    def first_attempt(self) -> threading.Event:
+        """Set when a listing has finished (well or not) in this process."""
+        return self._first_attempt
+
+    @property
+    def running_since(self) -> float | None:
+        """When this process's refresher started: bounds the start-up wait."""
+        return self._running_since
 
     # one listing -----------------------------------------------------------
 
@@ -103,7 +139,7 @@ class Refresher:
         generation = self._generation
         self._listing_since = self._progress_at = self._clock()
         try:
-            done = self._refresh(generation)
+            done = self._listing(generation)
         finally:
             if generation == self._generation:
                 self._listing_since = None
@@ -155,6 +191,7 @@ class Refresher:
             elif not self._refresher_beating(self._clock()):
                 self._start_refresher()
             self._start_watchdog()
+            self._started()
 
     def _watchdog_beating(self) -> bool:
         watchdog = self._watchdog
@@ -272,6 +309,7 @@ class Refresher:
         self._backoff = BACKOFF_MIN
         self._pid = None
         self._forget_connections()
+        self._forked()
 
     def after_fork_in_child(self) -> None:
         """Restart in a forked worker, if the parent was started."""

@@ -16,9 +16,9 @@ import time
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
-from nova_drain_filters import ironic_view
+from nova_drain_filters.ironic_view import known
 from tests.unit import ironic_fakes
-from tests.unit import ironic_view_helpers
+from tests.unit.ironic_view import helpers
 
 RC = decisions.ReasonCode
 VERDICT = "Not believing the Ironic listing"
@@ -29,7 +29,7 @@ def nodes(count: int, prefix: str = "n") -> list[str]:
     return [f"{prefix}{i}" for i in range(count)]
 
 
-class TestListingVerdict(ironic_view_helpers.ViewTestCase):
+class TestListingVerdict(helpers.ViewTestCase):
     def listing(self, listed: list[str]) -> None:
         self.client.nodes = [ironic_fakes.ironic_node(u) for u in listed]
         self.clock.advance(5)
@@ -100,16 +100,16 @@ class TestListingVerdict(ironic_view_helpers.ViewTestCase):
     def test_known_nodes_expire(self) -> None:
         # A node Nova deleted long ago no longer counts as known.
         self.view.observe(nodes(5, "old"))
-        self.clock.advance(ironic_view.KNOWN_WINDOW + 1)
+        self.clock.advance(known.KNOWN_WINDOW + 1)
         self.view.observe(nodes(5))
-        self.clock.advance(ironic_view.KNOWN_WINDOW + 1)
+        self.clock.advance(known.KNOWN_WINDOW + 1)
         self.view.observe(nodes(5))
         self.listing(nodes(5))
         verdict = self.view.listing_verdict(self.view.trusted())
         self.assertEqual((5, 0), (verdict.known, verdict.missing))
 
 
-class TestStartupWait(ironic_view_helpers.ViewTestCase):
+class TestStartupWait(helpers.ViewTestCase):
     def setUp(self) -> None:
         super().setUp()
         self.conf.config(group="drain_filters", baremetal_startup_wait=5)

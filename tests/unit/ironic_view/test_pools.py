@@ -16,27 +16,27 @@ import os
 import fixtures
 import testtools
 
-from nova_drain_filters import ironic_event_pools
+from nova_drain_filters.ironic_view import pools
 
 
 class TestSlots(testtools.TestCase):
     def test_lowest_free_slot_and_release(self) -> None:
         path = self.useFixture(fixtures.TempDir()).path
-        one, two = (ironic_event_pools.Slot(path, "sched-1"),
-                    ironic_event_pools.Slot(path, "sched-1"))
+        one, two = (pools.Slot(path, "sched-1"),
+                    pools.Slot(path, "sched-1"))
         self.assertEqual(0, one.acquire())
         self.assertEqual(1, two.acquire())
         one.forget()
-        third = ironic_event_pools.Slot(path, "sched-1")
+        third = pools.Slot(path, "sched-1")
         self.assertEqual(0, third.acquire())
-        other_host = ironic_event_pools.Slot(path, "sched-2")
+        other_host = pools.Slot(path, "sched-2")
         self.assertEqual(0, other_host.acquire())
         for slot in (two, third, other_host):
             slot.forget()
 
     def test_a_forked_child_takes_its_own_slot(self) -> None:
         path = self.useFixture(fixtures.TempDir()).path
-        slot = ironic_event_pools.Slot(path, "h")
+        slot = pools.Slot(path, "h")
         self.assertEqual(0, slot.acquire())
         read, write = os.pipe()
         pid = os.fork()
@@ -47,11 +47,11 @@ class TestSlots(testtools.TestCase):
         os.waitpid(pid, 0)
         self.assertEqual(b"1", os.read(read, 10))
         # The child's forget() did not unlock the parent's slot.
-        self.assertEqual(1, ironic_event_pools.Slot(path, "h").acquire())
+        self.assertEqual(1, pools.Slot(path, "h").acquire())
         slot.forget()
 
     def test_pool_names(self) -> None:
         self.assertEqual("nova-drain-filters.sched-1.3",
-                         ironic_event_pools.pool_name("sched-1", 3))
+                         pools.pool_name("sched-1", 3))
         self.assertEqual(f"nova-drain-filters.h.pid-{os.getpid()}",
-                         ironic_event_pools.pool_name("h", None))
+                         pools.pool_name("h", None))

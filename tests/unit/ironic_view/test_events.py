@@ -11,27 +11,18 @@
 # under the License.
 
 """Event mode without a broker: parsing, re-reads, slots, the view's merge."""
-from typing import Any
 
 import fixtures
 
 from nova_drain_filters import decisions
-from nova_drain_filters import ironic_events
-from nova_drain_filters import ironic_notifications
 from nova_drain_filters.clients import http
+from nova_drain_filters.ironic_view import events
+from nova_drain_filters.ironic_view import notifications
 from tests.unit import ironic_fakes
-from tests.unit import ironic_view_helpers
-
-NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
-OTHER = "5d3f0c1e-8a45-4c1b-9f7e-2b6a1c0d9e88"
-
-
-def payload(**data: Any) -> dict[str, Any]:
-    """A versioned notification payload as Ironic sends it."""
-    return {"ironic_object.name": "NodePayload",
-            "ironic_object.namespace": "ironic",
-            "ironic_object.version": "1.17",
-            "ironic_object.data": data}
+from tests.unit.ironic_view import helpers
+from tests.unit.ironic_view.helpers import NODE
+from tests.unit.ironic_view.helpers import OTHER
+from tests.unit.ironic_view.helpers import payload
 
 
 class FakeNodeClient(ironic_fakes.FakeIronicClient):
@@ -44,7 +35,7 @@ class FakeNodeClient(ironic_fakes.FakeIronicClient):
         return next((n for n in self.nodes if n.uuid == node_uuid), None)
 
 
-class ListenerTestCase(ironic_view_helpers.ViewTestCase):
+class ListenerTestCase(helpers.ViewTestCase):
     def setUp(self) -> None:
         super().setUp()
         self.useFixture(fixtures.TempDir())
@@ -53,7 +44,7 @@ class ListenerTestCase(ironic_view_helpers.ViewTestCase):
             ironic_fakes.ironic_node(OTHER)])
         self.assertTrue(self.view.refresh())
         self.listings = self.view.refreshes
-        self.listener = ironic_events.EventListener(
+        self.listener = events.EventListener(
             self.view, lambda: self.client, clock=self.clock)  # type: ignore
 
     def node(self, uuid: str) -> decisions.IronicNodeFacts | None:
@@ -62,8 +53,8 @@ class ListenerTestCase(ironic_view_helpers.ViewTestCase):
         return snap.nodes.get(uuid)
 
     def event(self, event_type: str, uuid: str = NODE,
-              deleted: bool = False) -> ironic_notifications.NodeEvent:
-        return ironic_notifications.NodeEvent(uuid, event_type, deleted)
+              deleted: bool = False) -> notifications.NodeEvent:
+        return notifications.NodeEvent(uuid, event_type, deleted)
 
 
 class TestApply(ListenerTestCase):
@@ -84,7 +75,7 @@ class TestApply(ListenerTestCase):
     def test_full_payload_is_applied_without_a_request(self) -> None:
         facts = ironic_fakes.ironic_node(NODE, maintenance=True,
                                          maintenance_reason="fan")
-        event = ironic_notifications.NodeEvent(
+        event = notifications.NodeEvent(
             NODE, "baremetal.node.maintenance_set.end", facts=facts)
         before = self.client.requests
         self.clock.advance(1)
@@ -202,7 +193,7 @@ class TestViewMerge(ListenerTestCase):
         self.clock.advance(1)
         self.assertTrue(self.view.refresh())
         self.assertEqual("available", self.node(NODE).provision_state)
-        self.assertEqual({}, self.view._event_changes)
+        self.assertEqual({}, self.view.patches._event_changes)
 
     def test_an_older_read_never_replaces_a_newer_one(self) -> None:
         new = ironic_fakes.ironic_node(NODE, maintenance=True)

@@ -19,24 +19,24 @@ import time
 
 import fixtures
 
-from nova_drain_filters import ironic_refresher
 from nova_drain_filters import ironic_view
-from tests.unit import ironic_view_helpers
+from nova_drain_filters.ironic_view import refresher
+from tests.unit.ironic_view import helpers
 
-REFRESH = ironic_refresher.REFRESH_THREAD
-WATCHDOG = ironic_refresher.WATCHDOG_THREAD
+REFRESH = refresher.REFRESH_THREAD
+WATCHDOG = refresher.WATCHDOG_THREAD
 
 
 class Die(BaseException):
     """Kills the refresher thread (what an OverflowError in wait did)."""
 
 
-class ThreadTestCase(ironic_view_helpers.ViewTestCase):
+class ThreadTestCase(helpers.ViewTestCase):
     def setUp(self) -> None:
         super().setUp()
         # The tests run the watchdog's rounds by hand with the fake clock.
         self.useFixture(fixtures.MockPatchObject(
-            ironic_refresher, "WATCH_PERIOD", 3600))
+            refresher, "WATCH_PERIOD", 3600))
         self.useFixture(fixtures.MockPatch("threading.excepthook"))
         self.others = set(threading.enumerate())
 
@@ -61,7 +61,7 @@ class TestStart(ThreadTestCase):
         started = [t for t in self.ours() if t not in before]
         self.assertEqual({REFRESH, WATCHDOG}, {t.name for t in started})
         self.assertTrue(all(t.daemon for t in started))
-        self.assertTrue(self.view.wanted)
+        self.assertTrue(self.view.refresher.wanted)
         self.wait_for(lambda: self.view.refreshes == 1, "the first listing")
         for _ in range(5):
             self.view.ensure_running()
@@ -83,14 +83,14 @@ class TestStart(ThreadTestCase):
         # A green thread whose hub was replaced after a fork is "alive" and
         # never runs again; only its heartbeat tells.
         self.view.start()
-        old = self.view._watchdog
+        old = self.view.refresher._watchdog
         self.view.ensure_running()
-        self.assertIs(old, self.view._watchdog)
-        self.clock.advance(ironic_refresher.STALE_BEAT
-                           + ironic_refresher.WATCH_PERIOD + 1)
+        self.assertIs(old, self.view.refresher._watchdog)
+        self.clock.advance(refresher.STALE_BEAT
+                           + refresher.WATCH_PERIOD + 1)
         self.view.ensure_running()
-        self.assertIsNot(old, self.view._watchdog)
-        self.assertTrue(self.view._watchdog.is_alive())
+        self.assertIsNot(old, self.view.refresher._watchdog)
+        self.assertTrue(self.view.refresher._watchdog.is_alive())
 
     def test_set_view_stops_the_old_view(self) -> None:
         self.addCleanup(ironic_view.set_view, ironic_view.set_view(None))
@@ -116,7 +116,7 @@ class TestRestartWithBackoff(ThreadTestCase):
         # each call, "3 full listings in 3 calls".
         self.client.error = Die()
         self.view.start()
-        self.wait_for(lambda: not self.view._thread.is_alive(), "the death")
+        self.wait_for(lambda: not self.view.refresher._thread.is_alive(), "the death")
         self.assertEqual(1, len(self.client.page_sizes))
         for _ in range(3):
             self.view.ensure_running()
@@ -125,8 +125,8 @@ class TestRestartWithBackoff(ThreadTestCase):
         listings = []
         for step in (0, 0, 0.5, 0.5, 1, 1, 2, 4):
             self.clock.advance(step)
-            self.view.check()
-            self.wait_for(lambda: not self.view._thread.is_alive(),
+            self.view.refresher.check()
+            self.wait_for(lambda: not self.view.refresher._thread.is_alive(),
                           "the death")
             listings.append(len(self.client.page_sizes))
         # Restarts at t=0, 1, 3, 7: backoff 1, 2, 4 seconds.
@@ -136,21 +136,21 @@ class TestRestartWithBackoff(ThreadTestCase):
 
         self.client.error = None
         self.clock.advance(8)
-        self.view.check()
+        self.view.refresher.check()
         self.wait_for(lambda: self.view.refreshes == 1, "a good listing")
-        self.assertEqual(ironic_refresher.BACKOFF_MIN, self.view._backoff)
+        self.assertEqual(refresher.BACKOFF_MIN, self.view.refresher._backoff)
 
     def test_backoff_is_capped(self) -> None:
         self.client.error = Die()
-        self.view._backoff = ironic_refresher.BACKOFF_MAX
-        self.view.check()
-        self.assertEqual(ironic_refresher.BACKOFF_MAX, self.view._backoff)
+        self.view.refresher._backoff = refresher.BACKOFF_MAX
+        self.view.refresher.check()
+        self.assertEqual(refresher.BACKOFF_MAX, self.view.refresher._backoff)
 
     def test_a_stopped_view_is_not_restarted(self) -> None:
         self.view.start()
         self.view.stop()
         self.clock.advance(100)
-        self.view.check()
+        self.view.refresher.check()
         self.assertEqual([], self.ours())
 
 
@@ -162,14 +162,14 @@ class TestWatchdog(ThreadTestCase):
         self.addCleanup(self.client.block.set)
         self.view.start()
         self.assertTrue(self.client.entered.wait(10))
-        hung = self.view._thread
-        self.assertEqual(30.0, self.view.read_timeout)
+        hung = self.view.refresher._thread
+        self.assertEqual(30.0, self.view.refresher.read_timeout)
         self.clock.advance(60)
-        self.view.check()
-        self.assertIs(hung, self.view._thread)  # not yet: 2 x 30s
+        self.view.refresher.check()
+        self.assertIs(hung, self.view.refresher._thread)  # not yet: 2 x 30s
         self.clock.advance(1)
-        self.view.check()
-        self.assertIsNot(hung, self.view._thread)
+        self.view.refresher.check()
+        self.assertIsNot(hung, self.view.refresher._thread)
         self.assertIn("An Ironic listing has had no answer for 61s (twice "
                       "the 30s read timeout); abandoning it", self.log.output)
         self.wait_for(lambda: len(self.client.page_sizes) == 2,
@@ -183,16 +183,16 @@ class TestWatchdog(ThreadTestCase):
         self.assertFalse(hung.is_alive())
 
     def test_a_slow_listing_that_moves_is_left_alone(self) -> None:
-        self.view._listing_since = self.clock()
-        self.view._progress_at = self.clock()
-        self.view._thread = thread = threading.Thread(target=time.sleep,
+        self.view.refresher._listing_since = self.clock()
+        self.view.refresher._progress_at = self.clock()
+        self.view.refresher._thread = thread = threading.Thread(target=time.sleep,
                                                       args=(0.5,))
         thread.start()
         self.clock.advance(50)
-        self.view.progress()
+        self.view.refresher.progress()
         self.clock.advance(50)
-        self.view.check()
-        self.assertIs(thread, self.view._thread)
+        self.view.refresher.check()
+        self.assertIs(thread, self.view.refresher._thread)
         thread.join()
 
 
@@ -206,27 +206,27 @@ class TestFork(ThreadTestCase):
         self.wait_for(lambda: self.view.refreshes == 1, "the first listing")
         parent_threads = self.ours()
         # A real fork leaves the parent's threads behind; here they live on.
-        self.addCleanup(self.view._stop.set)
+        self.addCleanup(self.view.refresher._stop.set)
         self.useFixture(fixtures.MockPatch(
-            "nova_drain_filters.ironic_refresher.os.getpid",
+            "nova_drain_filters.ironic_view.refresher.os.getpid",
             return_value=os.getpid() + 1))
         self.clock.advance(3)
-        self.view.after_fork_in_child()
+        self.view.refresher.after_fork_in_child()
         child_threads = [t for t in self.ours() if t not in parent_threads]
         self.assertEqual({REFRESH, WATCHDOG}, {t.name for t in child_threads})
-        self.assertEqual(1003.0, self.view._running_since)
+        self.assertEqual(1003.0, self.view.refresher._running_since)
         self.wait_for(lambda: self.view.refreshes == 2, "the child's listing")
         self.assertEqual(2, self.made)  # the parent's connections dropped
 
     def test_a_view_never_started_is_not_started_by_a_fork(self) -> None:
-        self.view.after_fork_in_child()
+        self.view.refresher.after_fork_in_child()
         self.assertEqual([], self.ours())
 
     def test_real_fork(self) -> None:
         """os.fork(): the child lists on its own, the parent parks."""
         self.view.start()
         self.wait_for(lambda: self.view.refreshes == 1, "the first listing")
-        parent = (self.view._thread, self.view._watchdog)
+        parent = (self.view.refresher._thread, self.view.refresher._watchdog)
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: report and leave without cleanup
@@ -239,12 +239,12 @@ class TestFork(ThreadTestCase):
                     time.sleep(0.01)
                 # Under eventlet (Nova's test modules patch) the parent's
                 # green threads are copied too; they must be other threads.
-                mine = (self.view._thread, self.view._watchdog)
+                mine = (self.view.refresher._thread, self.view.refresher._watchdog)
                 report = {"refreshes": self.view.refreshes,
                           "threads": [t.name for t in mine
                                       if t is not None and t.is_alive()
                                       and t not in parent],
-                          "pid": self.view._pid == os.getpid()}
+                          "pid": self.view.refresher._pid == os.getpid()}
                 os.write(write_end, json.dumps(report).encode())
                 status = 0
             finally:
@@ -271,7 +271,7 @@ class TestFork(ThreadTestCase):
         self.conf.config(group="drain_filters", baremetal_startup_wait=5)
         self.view.start()
         self.wait_for(lambda: self.view.refreshes == 1, "the first listing")
-        self.view.after_fork_in_parent()
+        self.view.refresher.after_fork_in_parent()
         self.wait_for(lambda: not self.ours(), "the threads to park")
         self.clock.advance(121)
         self.assertIsNone(self.view.trusted())

@@ -16,8 +16,8 @@ from typing import Any
 
 import testtools
 
-from nova_drain_filters import ironic_credentials
-from tests.unit import ironic_view_helpers
+from nova_drain_filters.ironic_view import credentials
+from tests.unit.ironic_view import helpers
 
 
 def token(system: bool = False, project: str | None = None,
@@ -32,31 +32,31 @@ class TestScopeProblem(testtools.TestCase):
         for access in (token(system=True, roles=("reader",)),
                        token(system=True, roles=("admin", "member")),
                        token(project="p1", roles=("service",))):
-            self.assertIsNone(ironic_credentials.scope_problem(access))
+            self.assertIsNone(credentials.scope_problem(access))
 
     def test_project_tokens_see_their_own_nodes(self) -> None:
-        problem = ironic_credentials.scope_problem(
+        problem = credentials.scope_problem(
             token(project="p1", roles=("admin", "reader")))
         self.assertIn("project p1 and roles ['admin', 'reader']", problem)
         self.assertIn("system-scoped token with the reader role", problem)
 
     def test_system_scope_without_a_role(self) -> None:
-        self.assertIn("system and roles []", ironic_credentials.scope_problem(
+        self.assertIn("system and roles []", credentials.scope_problem(
             token(system=True)))
 
     def test_token_of(self) -> None:
-        self.assertIsNone(ironic_credentials.token_of(None))
+        self.assertIsNone(credentials.token_of(None))
         session = types.SimpleNamespace(auth=None)
-        self.assertIsNone(ironic_credentials.token_of(
+        self.assertIsNone(credentials.token_of(
             types.SimpleNamespace(session=session, auth=None)))
         access = token(system=True, roles=("reader",))
         auth = types.SimpleNamespace(get_access=lambda s: access)
         session.auth = auth
-        self.assertIs(access, ironic_credentials.token_of(
+        self.assertIs(access, credentials.token_of(
             types.SimpleNamespace(session=session, auth=None)))
 
 
-class TestViewWarns(ironic_view_helpers.ViewTestCase):
+class TestViewWarns(helpers.ViewTestCase):
     def test_first_listing_warns_once(self) -> None:
         access = token(project="p1", roles=("admin",))
         self.client.adapter = types.SimpleNamespace(  # type: ignore

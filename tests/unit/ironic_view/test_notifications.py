@@ -15,10 +15,10 @@ from typing import Any
 
 import testtools
 
-from nova_drain_filters import ironic_notifications
-from tests.unit.test_ironic_events import NODE
-from tests.unit.test_ironic_events import OTHER
-from tests.unit.test_ironic_events import payload
+from nova_drain_filters.ironic_view import notifications
+from tests.unit.ironic_view.helpers import NODE
+from tests.unit.ironic_view.helpers import OTHER
+from tests.unit.ironic_view.helpers import payload
 
 
 def full_data(**overrides: Any) -> dict[str, Any]:
@@ -36,7 +36,7 @@ def full_data(**overrides: Any) -> dict[str, Any]:
 
 class TestPayloadFacts(testtools.TestCase):
     def test_full_payload_is_the_node(self) -> None:
-        event = ironic_notifications.parse_event(
+        event = notifications.parse_event(
             "baremetal.node.maintenance_set.end",
             payload(**full_data(maintenance=True, maintenance_reason="fan")))
         assert event is not None and event.facts is not None
@@ -50,28 +50,28 @@ class TestPayloadFacts(testtools.TestCase):
         for field in ("fault", "retired", "traits", "instance_uuid"):
             data = full_data()
             del data[field]
-            event = ironic_notifications.parse_event(
+            event = notifications.parse_event(
                 "baremetal.node.update.end", payload(**data))
             assert event is not None
             self.assertIsNone(event.facts, field)
 
     def test_bad_traits_mean_reread(self) -> None:
         for traits in ("CUSTOM_GOLD", [1, 2], {"a": 1}):
-            event = ironic_notifications.parse_event(
+            event = notifications.parse_event(
                 "baremetal.node.update.end", payload(**full_data(traits=traits)))
             assert event is not None
             self.assertIsNone(event.facts, repr(traits))
 
     def test_null_traits_are_none(self) -> None:
-        event = ironic_notifications.parse_event(
+        event = notifications.parse_event(
             "baremetal.node.update.end", payload(**full_data(traits=None)))
         assert event is not None and event.facts is not None
         self.assertEqual(frozenset(), event.facts.traits)
 
     def test_delete_and_allocation_events_carry_no_node(self) -> None:
-        deleted = ironic_notifications.parse_event(
+        deleted = notifications.parse_event(
             "baremetal.node.delete.end", payload(**full_data()))
-        allocation = ironic_notifications.parse_event(
+        allocation = notifications.parse_event(
             "baremetal.allocation.create.end",
             payload(**full_data(uuid=OTHER, node_uuid=NODE)))
         assert deleted is not None and allocation is not None
@@ -92,32 +92,32 @@ class TestParseEvent(testtools.TestCase):
                            "baremetal.node.power_state_corrected.success",
                            "baremetal.node.update.end",
                            "baremetal.node.create.end"):
-            event = ironic_notifications.parse_event(
+            event = notifications.parse_event(
                 event_type, payload(uuid=NODE, maintenance=True))
-            self.assertEqual(ironic_notifications.NodeEvent(NODE, event_type), event)
+            self.assertEqual(notifications.NodeEvent(NODE, event_type), event)
             assert event is not None
             self.assertFalse(event.deleted)
 
     def test_only_delete_end_deletes(self) -> None:
-        end = ironic_notifications.parse_event("baremetal.node.delete.end",
+        end = notifications.parse_event("baremetal.node.delete.end",
                                         payload(uuid=NODE))
-        error = ironic_notifications.parse_event("baremetal.node.delete.error",
+        error = notifications.parse_event("baremetal.node.delete.error",
                                           payload(uuid=NODE))
         assert end is not None and error is not None
         self.assertTrue(end.deleted)
         self.assertFalse(error.deleted)
 
     def test_announcements_before_the_change_are_not_read(self) -> None:
-        for action in ironic_notifications.ANNOUNCED:
-            self.assertIsNone(ironic_notifications.parse_event(
+        for action in notifications.ANNOUNCED:
+            self.assertIsNone(notifications.parse_event(
                 f"baremetal.node.{action}.start", payload(uuid=NODE)))
 
     def test_allocation_events_name_their_node(self) -> None:
-        event = ironic_notifications.parse_event(
+        event = notifications.parse_event(
             "baremetal.allocation.create.end",
             payload(uuid=OTHER, node_uuid=NODE))
         self.assertEqual(NODE, event.node_uuid if event else None)
-        self.assertIsNone(ironic_notifications.parse_event(
+        self.assertIsNone(notifications.parse_event(
             "baremetal.allocation.create.start",
             payload(uuid=OTHER, node_uuid=None)))
 
@@ -126,7 +126,7 @@ class TestParseEvent(testtools.TestCase):
                            "baremetal.chassis.create.end",
                            "baremetal.deploy_template.delete.end",
                            "compute.instance.create.end"):
-            self.assertIsNone(ironic_notifications.parse_event(
+            self.assertIsNone(notifications.parse_event(
                 event_type, payload(uuid=NODE, node_uuid=NODE)))
 
     def test_malformed(self) -> None:
@@ -144,5 +144,5 @@ class TestParseEvent(testtools.TestCase):
             ("baremetal.allocation.create.end", payload(node_uuid="x")),
         ]
         for event_type, body in bad:
-            self.assertRaises(ironic_notifications.MalformedEvent,
-                              ironic_notifications.parse_event, event_type, body)
+            self.assertRaises(notifications.MalformedEvent,
+                              notifications.parse_event, event_type, body)
