@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from typing import Any
 from urllib import parse
 
+from oslo_utils import timeutils
+
 from nova_drain_filters import decisions
 from nova_drain_filters.clients import http
 
@@ -69,6 +71,22 @@ class Service:
     forced_down: bool
     disabled_reason: str | None
     updated_at: str | None
+
+    @property
+    def facts(self) -> decisions.ServiceFacts:
+        """The record as the decisions (and a drain) see it.
+
+        Up means reported up and not forced down, as Nova's servicegroup
+        API counts it (``nova/servicegroup/api.py`` ``service_is_up``).
+        """
+        return decisions.ServiceFacts(
+            host=self.host, disabled=self.status == "disabled",
+            forced_down=self.forced_down,
+            is_up=self.state == "up" and not self.forced_down,
+            disabled_reason=self.disabled_reason,
+            last_seen_up=(timeutils.parse_isotime(self.updated_at)
+                          if self.updated_at else None),
+            uuid=self.uuid)
 
 
 @dataclasses.dataclass(frozen=True)

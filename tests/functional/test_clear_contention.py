@@ -49,8 +49,8 @@ ROUNDS = 4
 MAX_ROUNDS = 12
 ORPHANS = 5
 SEED = int(os.environ.get("NDF_CLEAR_SEED", "8"))
-DONE = ("deleted", "rewritten, kept 1 provider(s)")
-GONE = "already gone"
+DONE = (orphan_clear.Outcome.DELETED, orphan_clear.Outcome.REWRITTEN)
+GONE = orphan_clear.Outcome.ALREADY_GONE
 
 
 class Interleaved(orphan_cloud.Counting):
@@ -103,7 +103,7 @@ class TwoClearsTest(orphan_cloud.OrphanCloudBase):
             runs = self.run_together(rng, reverse=bool(round_ % 2))
             for run in runs:
                 conflicts += run[1]
-                outcomes.update(o.result for o in run[0].values())
+                outcomes.update(o.result.value for o in run[0].values())
                 outcomes["rows that met a 409"] += sum(
                     bool(o.conflicts) for o in run[0].values())
             double += self.check_once(made, [r[0] for r in runs], where)

@@ -66,6 +66,8 @@ class SyncTest(cli_harness.CliTestBase,
         self.assertIn(BM, self._get_provider_traits(self.nodes["b"]))
         self.assertIn(STALE, self._get_provider_traits(self.nodes["c"]))
         self.assertEqual([], self.cli_json("drain", "sync"))
+        # --yes, as every changing command takes it (issue 21 finding 5).
+        self.assertEqual([], self.cli_json("drain", "sync", "--yes"))
 
         # The scheduler's view would reject b anyway; placement now keeps
         # both b and c out of the candidates before any filter runs.

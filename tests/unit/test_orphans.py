@@ -21,6 +21,8 @@ from nova_drain_filters import orphan_clear
 from nova_drain_filters import orphans
 from tests.unit import drain_fakes as df
 
+Outcome, Keep = orphan_clear.Outcome, orphan_clear.Keep
+
 RC = decisions.ReasonCode
 N1 = df.hv("rp-n1", "n1", host="c1")
 N2 = df.hv("rp-n2", "n2", host="c2")
@@ -308,14 +310,16 @@ class TestClearConsumer(testtools.TestCase):
         outcome = self.clear(df.server("inst", "n1"), df.consumer(
             {"rp-n1": {"VCPU": 1}}))
         self.assertEqual(orphan_clear.ClearOutcome(
-            "inst", ("rp-n1",), "skipped", "instance is on n1 now"), outcome)
+            "inst", ("rp-n1",), Outcome.SKIPPED,
+            orphan_clear.Kept(Keep.ON_NODE, "n1")), outcome)
         self.assertEqual([], self.placement.calls)
 
     def test_migration_consumer_is_skipped(self) -> None:
         outcome = self.clear(current=df.consumer(
             {"rp-n1": {"VCPU": 1}}, consumer_type="MIGRATION"))
-        self.assertEqual(("skipped", "consumer is a migration"),
-                         (outcome.result, outcome.error))
+        self.assertEqual(
+            (Outcome.SKIPPED, orphan_clear.Kept(Keep.MIGRATION)),
+            (outcome.result, outcome.kept))
         self.assertEqual([], self.placement.writes)
 
     def test_partial_drop_rewrites_the_rest(self) -> None:
@@ -324,7 +328,7 @@ class TestClearConsumer(testtools.TestCase):
         outcome = self.clear(df.server("inst", "n2", "c2"), current,
                              drop={"rp-n1": "n1", "rp-gpu": "n1"})
         self.assertEqual(orphan_clear.ClearOutcome(
-            "inst", ("rp-gpu", "rp-n1"), "rewritten, kept 1 provider(s)"),
+            "inst", ("rp-gpu", "rp-n1"), Outcome.REWRITTEN, others=1),
             outcome)
         [(_, uuid, keep, sent)] = self.placement.writes
         self.assertEqual(("inst", {"rp-n2": current["allocations"]["rp-n2"]}),
@@ -333,24 +337,24 @@ class TestClearConsumer(testtools.TestCase):
 
     def test_dropping_everything_deletes(self) -> None:
         outcome = self.clear(current=df.consumer({"rp-n1": {"VCPU": 1}}))
-        self.assertEqual("deleted", outcome.result)
+        self.assertEqual(Outcome.DELETED, outcome.result)
         self.assertEqual([("delete_consumer_allocations", "inst")],
                          self.placement.writes)
 
     def test_already_gone(self) -> None:
         outcome = self.clear(current=df.consumer({"rp-n2": {"VCPU": 1}}))
-        self.assertEqual("already gone", outcome.result)
+        self.assertEqual(Outcome.ALREADY_GONE, outcome.result)
         self.assertEqual([], self.placement.writes)
-        self.assertEqual("already gone", self.clear().result)
+        self.assertEqual(Outcome.ALREADY_GONE, self.clear().result)
 
     def test_dry_run_writes_nothing(self) -> None:
         rewrite = self.clear(current=df.consumer(
             {"rp-n1": {"VCPU": 1}, "rp-n2": {"VCPU": 1}}), dry_run=True)
-        self.assertEqual("would rewrite", rewrite.result)
+        self.assertEqual(Outcome.WOULD_REWRITE, rewrite.result)
         self.assertEqual([], self.placement.writes)
         delete = self.clear(current=df.consumer({"rp-n1": {"VCPU": 1}}),
                             dry_run=True)
-        self.assertEqual("would delete", delete.result)
+        self.assertEqual(Outcome.WOULD_DELETE, delete.result)
         self.assertEqual([], self.placement.writes)
 
     def test_without_a_node_an_existing_instance_is_never_cleared(
@@ -362,25 +366,27 @@ class TestClearConsumer(testtools.TestCase):
                                  df.consumer({"rp-n1": {"VCPU": 1}}),
                                  drop={"rp-n1": None})
             self.assertEqual(orphan_clear.ClearOutcome(
-                "inst", ("rp-n1",), "skipped", "no node known for provider "
-                "rp-n1 to check the instance against"), outcome)
+                "inst", ("rp-n1",), Outcome.SKIPPED,
+                orphan_clear.Kept(Keep.NODE_UNKNOWN, "rp-n1")), outcome)
             self.assertEqual([], self.placement.calls)
 
     def test_without_a_node_a_missing_consumer_is_cleared(self) -> None:
         outcome = self.clear(None, df.consumer({"rp-n1": {"VCPU": 1}}),
                              drop={"rp-n1": None})
-        self.assertEqual("deleted", outcome.result)
+        self.assertEqual(Outcome.DELETED, outcome.result)
         self.assertEqual([("inst",)], self.nova.called("server"))
 
     def test_instance_without_a_node_yet_is_skipped(self) -> None:
         outcome = self.clear(df.server("inst", None, None, "BUILD"),
                              df.consumer({"rp-n1": {"VCPU": 1}}))
-        self.assertEqual(("skipped", "instance has no node yet"),
-                         (outcome.result, outcome.error))
+        self.assertEqual(
+            (Outcome.SKIPPED, orphan_clear.Kept(Keep.NO_NODE_YET)),
+            (outcome.result, outcome.kept))
         self.assertEqual([], self.placement.calls)
 
     def test_moving_instance_is_skipped(self) -> None:
         outcome = self.clear(df.server("inst", "n2", "c2", "RESIZE"),
                              df.consumer({"rp-n1": {"VCPU": 1}}))
-        self.assertEqual(("skipped", "instance is RESIZE"),
-                         (outcome.result, outcome.error))
+        self.assertEqual(
+            (Outcome.SKIPPED, orphan_clear.Kept(Keep.MOVING, "RESIZE")),
+            (outcome.result, outcome.kept))
