@@ -22,6 +22,18 @@ from nova_drain_filters.clients import http
 from nova_drain_filters.clients import placement
 from tests.unit import fakes
 
+#: Two Ironic node UUIDs the event tests use.
+NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+OTHER = "5d3f0c1e-8a45-4c1b-9f7e-2b6a1c0d9e88"
+
+
+def payload(**data: Any) -> dict[str, Any]:
+    """A versioned notification payload as Ironic sends it."""
+    return {"ironic_object.name": "NodePayload",
+            "ironic_object.namespace": "ironic",
+            "ironic_object.version": "1.17",
+            "ironic_object.data": data}
+
 
 def ironic_node(uuid: str = "node-1", **kw: Any) -> decisions.IronicNodeFacts:
     """A node that can take an instance, unless told otherwise."""

@@ -11,7 +11,6 @@
 # under the License.
 
 """Event mode without a broker: parsing, re-reads, slots, the view's merge."""
-from typing import Any
 
 import fixtures
 
@@ -21,17 +20,9 @@ from nova_drain_filters import ironic_notifications
 from nova_drain_filters.clients import http
 from tests.unit import ironic_fakes
 from tests.unit import ironic_view_helpers
-
-NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
-OTHER = "5d3f0c1e-8a45-4c1b-9f7e-2b6a1c0d9e88"
-
-
-def payload(**data: Any) -> dict[str, Any]:
-    """A versioned notification payload as Ironic sends it."""
-    return {"ironic_object.name": "NodePayload",
-            "ironic_object.namespace": "ironic",
-            "ironic_object.version": "1.17",
-            "ironic_object.data": data}
+from tests.unit.ironic_fakes import NODE
+from tests.unit.ironic_fakes import OTHER
+from tests.unit.ironic_fakes import payload
 
 
 class FakeNodeClient(ironic_fakes.FakeIronicClient):

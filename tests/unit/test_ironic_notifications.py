@@ -16,9 +16,9 @@ from typing import Any
 import testtools
 
 from nova_drain_filters import ironic_notifications
-from tests.unit.test_ironic_events import NODE
-from tests.unit.test_ironic_events import OTHER
-from tests.unit.test_ironic_events import payload
+from tests.unit.ironic_fakes import NODE
+from tests.unit.ironic_fakes import OTHER
+from tests.unit.ironic_fakes import payload
 
 
 def full_data(**overrides: Any) -> dict[str, Any]:
