@@ -18,5 +18,6 @@
 # thread-local shared by every greenthread. Under load two greenthreads
 # using one RequestContext then fail with "Can't upgrade a READER
 # transaction to a WRITER mid-transaction" (seen on Nova 31's instance
-# claims). tools/demo.py does the same.
+# claims). The demo and the benchmarks (tests/functional/demo, bench),
+# run as ``python -m tests.functional...``, get it from here too.
 import nova.tests.functional  # noqa: F401

@@ -23,7 +23,7 @@ listing.
 
 Run from the repository root::
 
-    .venv/bin/python tools/bench_filters.py
+    tools/bench.sh filters [--hosts 10000] [--unusable 0.1] [--repeat 15]
 
 It prints figures and ratios and asserts nothing about time; it exits 1
 only if a filter rejected a different number of hosts than expected.

@@ -30,7 +30,7 @@ and measures side by side:
 
 Run from the repository root::
 
-    .venv/bin/python tools/bench_ironic_events.py --nodes 2000
+    tools/bench.sh ironic_events --nodes 2000
 
 It prints figures; it asserts nothing about time. Every process it starts
 is stopped by its PID at the end, also on an error or Ctrl-C.
@@ -51,18 +51,17 @@ from types import FrameType
 from typing import Any
 from typing import NoReturn
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+from oslo_config import cfg
 
-from oslo_config import cfg  # noqa: E402
+from nova_drain_filters import conf as drain_conf
+from nova_drain_filters import ironic_view
+from tests.functional.bench import ironic_refresh as refresh_bench
+from tests.functional.services import rabbitmq_server
 
-from nova_drain_filters import conf as drain_conf  # noqa: E402
-from nova_drain_filters import ironic_view  # noqa: E402
-
-sys.path.insert(0, str(REPO_ROOT / "tools"))
-import bench_ironic_refresh as refresh_bench  # noqa: E402
-
+#: This module, as ``python -m`` runs it: each worker is one more run of it.
+MODULE = "tests.functional.bench.ironic_events"
+#: The repository root, where ``python -m`` finds ``tests``.
+REPO_ROOT = Path(__file__).resolve().parents[3]
 CONF = cfg.CONF
 _PARSED: list[bool] = []
 RECONCILE = 600
@@ -138,8 +137,8 @@ class Worker:
     def __init__(self, mode: str, transport_url: str, url: str,
                  interval: int) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--child", mode, transport_url, url,
-             str(interval)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-m", MODULE, "--child", mode, transport_url,
+             url, str(interval)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, text=True, cwd=REPO_ROOT,
             start_new_session=True)
 
@@ -364,7 +363,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     srv = refresh_bench.load_ironic_server()
-    from tests.functional.services import rabbitmq_server
     broker = rabbitmq_server.RabbitMQServer()
     server = None
     try:

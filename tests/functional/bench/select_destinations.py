@@ -31,8 +31,7 @@ next. The report gives the median time per call of each and their ratio
 
 Run from the repository root::
 
-    OS_WSGI__API_PASTE_CONFIG=$PWD/.venv/etc/nova/api-paste.ini \\
-        .venv/bin/python tools/bench_select_destinations.py
+    tools/bench.sh select_destinations [--nodes 1000] [--repeat 20]
 
 It prints figures and asserts nothing about time; it exits 1 if the harness
 failed or a call found no host.
@@ -41,17 +40,26 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
-import logging
 import statistics
 import sys
 import time
-import unittest
 import uuid as uuidlib
-from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from nova import context as nova_context
+from nova import objects
+from nova.scheduler import request_filter as nova_request_filter
+from oslo_config import cfg
+
+from nova_drain_filters import decisions
+from nova_drain_filters import ironic_view
+from nova_drain_filters import request_filter
+from tests.functional import base
+from tests.functional import fake_ironic_driver
+from tests.functional import harness_run
+from tests.functional.bench import filters as bench_filters
+
+CONF = cfg.CONF
 NOVA_DEFAULT = ["ComputeFilter", "ComputeCapabilitiesFilter",
                 "ImagePropertiesFilter", "ServerGroupAntiAffinityFilter",
                 "ServerGroupAffinityFilter"]
@@ -71,110 +79,101 @@ class Run:
     problems: list[str] = dataclasses.field(default_factory=list)
 
 
-def build_case(run: Run) -> unittest.TestCase:
-    """Import Nova's harness; return the one test that measures."""
-    importlib.import_module("nova.tests.functional")
-    if str(REPO_ROOT) not in sys.path:
-        sys.path.insert(0, str(REPO_ROOT))
-    import bench_filters  # tools/, on sys.path when run as a script
-    from nova import context as nova_context
-    from nova import objects
-    from nova.scheduler import request_filter as nova_request_filter
-    from oslo_config import cfg
+class BenchSelectDestinations(base.DrainTestBase):
+    """One nova-compute with ``results.nodes`` Ironic-like nodes; the scheduler's
+    view reads an in-memory listing of them. Set ``results`` first."""
 
-    from nova_drain_filters import decisions
-    from nova_drain_filters import ironic_view
-    from nova_drain_filters import request_filter
-    from tests.functional import base
-    from tests.functional import fake_ironic_driver
+    HOSTS = ("bm-compute",)
+    COMPUTE_DRIVER = "drain_fake_ironic.FakeIronicDriver"
+    DRAIN_OPTIONS = {"baremetal_refresh_interval": 60,
+                     "baremetal_max_snapshot_age": 3600}
+    results: Run
 
-    logging.getLogger().handlers[:] = [logging.NullHandler()]
-    conf = cfg.CONF
-    node_uuids = [str(uuidlib.UUID(int=i + 1)) for i in range(run.nodes)]
-    listing = bench_filters.Listing([
-        decisions.IronicNodeFacts(uuid=u, provision_state="available",
-                                  power_state="power off")
-        for u in node_uuids])
+    def setUp(self) -> None:
+        run = self.results
+        node_uuids = [str(uuidlib.UUID(int=i + 1)) for i in range(run.nodes)]
+        listing = bench_filters.Listing([
+            decisions.IronicNodeFacts(uuid=u, provision_state="available",
+                                      power_state="power off")
+            for u in node_uuids])
+        driver = fake_ironic_driver.FakeIronicDriver
+        self.addCleanup(setattr, driver, "NODES", driver.NODES)
+        driver.NODES = node_uuids
+        started = time.monotonic()
+        try:
+            super().setUp()
+        finally:
+            run.stdlog = getattr(self, "stdlog", None)
+        run.setup_seconds = time.monotonic() - started
+        # The view the fixture made reads the in-memory listing.
+        view = ironic_view.IronicView(client_factory=lambda: listing)
+        ironic_view.set_view(view)
+        self.addCleanup(ironic_view.set_view, None)
+        self.addCleanup(view.stop)
+        assert view.refresh(), view.last_error
+        view.start()
 
-    class BenchSelectDestinations(base.DrainTestBase):
-        HOSTS = ("bm-compute",)
-        COMPUTE_DRIVER = "drain_fake_ironic.FakeIronicDriver"
-        DRAIN_OPTIONS = {"baremetal_refresh_interval": 60,
-                         "baremetal_max_snapshot_age": 3600}
+    def _setup_services(self) -> Any:
+        # A loaded machine can take longer than Nova's 60 s RPC timeout
+        # for a call at this size; the bench measures, it does not time
+        # out.
+        self.flags(rpc_response_timeout=1800, long_rpc_timeout=1800)
+        # Setting up 1,000 nodes can outlast service_down_time, and the
+        # harness's services may not heartbeat meanwhile: ComputeFilter
+        # and DisabledServiceFilter would both see a down service.
+        self.flags(service_down_time=86400)
+        return super()._setup_services()
 
-        def setUp(self) -> None:
-            driver = fake_ironic_driver.FakeIronicDriver
-            self.addCleanup(setattr, driver, "NODES", driver.NODES)
-            driver.NODES = node_uuids
-            started = time.monotonic()
-            try:
-                super().setUp()
-            finally:
-                run.stdlog = getattr(self, "stdlog", None)
-            run.setup_seconds = time.monotonic() - started
-            # The view the fixture made reads the in-memory listing.
-            view = ironic_view.IronicView(client_factory=lambda: listing)
-            ironic_view.set_view(view)
-            self.addCleanup(ironic_view.set_view, None)
-            self.addCleanup(view.stop)
-            assert view.refresh(), view.last_error
-            view.start()
+    def configure(self, name: str) -> None:
+        hm = self.scheduler.manager.host_manager
+        if name == "nova":
+            filters = NOVA_DEFAULT
+            request_filter.uninstall()
+        else:
+            filters = DRAIN + NOVA_DEFAULT
+            request_filter.install()
+        CONF.set_override("enabled_filters", filters,
+                          group="filter_scheduler")
+        hm.enabled_filters = hm._choose_host_filters(filters)
 
-        def _setup_services(self) -> Any:
-            # A loaded machine can take longer than Nova's 60 s RPC timeout
-            # for a call at this size; the bench measures, it does not time
-            # out.
-            self.flags(rpc_response_timeout=1800, long_rpc_timeout=1800)
-            # Setting up 1,000 nodes can outlast service_down_time, and the
-            # harness's services may not heartbeat meanwhile: ComputeFilter
-            # and DisabledServiceFilter would both see a down service.
-            self.flags(service_down_time=86400)
-            return super()._setup_services()
+    def test_measure(self) -> None:
+        run = self.results
+        self.addCleanup(CONF.clear_override, "enabled_filters",
+                        group="filter_scheduler")
+        self.addCleanup(request_filter.uninstall)
+        ctxt = nova_context.get_admin_context()
+        server = self.boot()
+        spec = objects.RequestSpec.get_by_instance_uuid(ctxt, server["id"])
+        self._delete_server(server)
+        # What the conductor sets before it calls the scheduler
+        # (nova/conductor/manager.py: port resource requests).
+        spec.requested_resources = []
+        manager = self.scheduler.manager
+        for round_ in range(run.repeat + 1):
+            for name in (("nova", "drain") if round_ % 2
+                         else ("drain", "nova")):
+                self.configure(name)
+                instance = str(uuidlib.uuid4())
+                spec.instance_uuid = instance
+                started = time.perf_counter()
+                chosen = manager.select_destinations(
+                    ctxt, spec_obj=spec, instance_uuids=[instance],
+                    return_objects=True, return_alternates=True)
+                seconds = time.perf_counter() - started
+                self.placement.delete(f"/allocations/{instance}")
+                if not chosen or not chosen[0]:
+                    run.problems.append(f"{name}: no host chosen")
+                if round_:  # the first round warms caches up
+                    run.seconds[name].append(seconds)
+        run.candidates["request filters"] = len(
+            nova_request_filter.ALL_REQUEST_FILTERS)
 
-        def configure(self, name: str) -> None:
-            hm = self.scheduler.manager.host_manager
-            if name == "nova":
-                filters = NOVA_DEFAULT
-                request_filter.uninstall()
-            else:
-                filters = DRAIN + NOVA_DEFAULT
-                request_filter.install()
-            conf.set_override("enabled_filters", filters,
-                              group="filter_scheduler")
-            hm.enabled_filters = hm._choose_host_filters(filters)
 
-        def test_measure(self) -> None:
-            self.addCleanup(conf.clear_override, "enabled_filters",
-                            group="filter_scheduler")
-            self.addCleanup(request_filter.uninstall)
-            ctxt = nova_context.get_admin_context()
-            server = self.boot()
-            spec = objects.RequestSpec.get_by_instance_uuid(ctxt, server["id"])
-            self._delete_server(server)
-            # What the conductor sets before it calls the scheduler
-            # (nova/conductor/manager.py: port resource requests).
-            spec.requested_resources = []
-            manager = self.scheduler.manager
-            for round_ in range(run.repeat + 1):
-                for name in (("nova", "drain") if round_ % 2
-                             else ("drain", "nova")):
-                    self.configure(name)
-                    instance = str(uuidlib.uuid4())
-                    spec.instance_uuid = instance
-                    started = time.perf_counter()
-                    chosen = manager.select_destinations(
-                        ctxt, spec_obj=spec, instance_uuids=[instance],
-                        return_objects=True, return_alternates=True)
-                    seconds = time.perf_counter() - started
-                    self.placement.delete(f"/allocations/{instance}")
-                    if not chosen or not chosen[0]:
-                        run.problems.append(f"{name}: no host chosen")
-                    if round_:  # the first round warms caches up
-                        run.seconds[name].append(seconds)
-            run.candidates["request filters"] = len(
-                nova_request_filter.ALL_REQUEST_FILTERS)
-
-    return BenchSelectDestinations("test_measure")
+def build_case(run: Run) -> BenchSelectDestinations:
+    """The one test that measures, set up for ``run``."""
+    case = BenchSelectDestinations("test_measure")
+    case.results = run
+    return case
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,7 +183,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.nodes < 1 or args.repeat < 1:
         parser.error("--nodes and --repeat must be positive")
-    import harness_run  # tools/, on sys.path when run as a script
 
     run = Run(args.nodes, args.repeat)
     error = harness_run.run_quietly(
@@ -208,5 +206,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(REPO_ROOT))
     sys.exit(main())
