@@ -26,6 +26,11 @@ benchmark module:
   ``tests.functional.harness_run.run_quietly``; what varies per run (sizes,
   repeats, the object results go to) is set on the case before it runs
   (never as ``run``, which is ``unittest.TestCase.run``);
+* if it runs our code as nova-scheduler does rather than inside Nova's
+  harness, says ``EVENTLET = False``: ``tools/bench.sh`` then sets
+  ``OS_NOVA_DISABLE_EVENTLET_PATCHING=true``, so that importing
+  ``tests.functional`` (which imports Nova's harness) does not
+  monkey-patch it, and it runs on native threads as Nova 34's scheduler;
 * is never named ``test_*``, and no test imports it: the test runner does
   not collect a benchmark's case, so none runs in CI. A helper module
   that a benchmark splits out has no ``__main__`` block.

@@ -63,6 +63,11 @@ MODULE = "tests.functional.bench.ironic_events"
 #: The repository root, where ``python -m`` finds ``tests``.
 REPO_ROOT = Path(__file__).resolve().parents[3]
 CONF = cfg.CONF
+#: Run outside Nova's harness, on native threads as nova-scheduler runs (Nova
+#: 34's nova/cmd/scheduler.py patches with backend='threading'): tools/bench.sh
+#: sets OS_NOVA_DISABLE_EVENTLET_PATCHING=true for a module that says this, so
+#: that importing tests.functional does not monkey-patch eventlet.
+EVENTLET = False
 _PARSED: list[bool] = []
 RECONCILE = 600
 TICK = 0.002
@@ -140,6 +145,7 @@ class Worker:
             [sys.executable, "-m", MODULE, "--child", mode, transport_url,
              url, str(interval)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, text=True, cwd=REPO_ROOT,
+            env=dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING="true"),
             start_new_session=True)
 
     def read(self) -> dict[str, Any]:

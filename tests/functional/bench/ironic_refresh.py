@@ -57,6 +57,11 @@ from tests.functional.services import ironic_server
 from tests.functional.services import process
 
 CONF = cfg.CONF
+#: Run outside Nova's harness, on native threads as nova-scheduler runs (Nova
+#: 34's nova/cmd/scheduler.py patches with backend='threading'): tools/bench.sh
+#: sets OS_NOVA_DISABLE_EVENTLET_PATCHING=true for a module that says this, so
+#: that importing tests.functional does not monkey-patch eventlet.
+EVENTLET = False
 
 #: Ironic's ``[api] max_limit`` default; the test server does not change it.
 IRONIC_MAX_LIMIT = 1000

@@ -36,6 +36,7 @@ from tests.functional.demo import screen
 
 ACTS = range(1, 7)
 
+
 def act_number(value: str) -> int:
     """Parse ``--act``: a whole number from 1 to 6."""
     try:
