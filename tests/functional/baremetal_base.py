@@ -98,7 +98,6 @@ class BaremetalTestBase(base.DrainTestBase):
         self.fail(f"no Ironic refresh within {timeout}s")
 
 
-
 class EventModeTestBase(BaremetalTestBase):
     NODES = {"a": "available", "b": "available", "c": "available"}
 
