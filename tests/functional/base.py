@@ -110,3 +110,22 @@ class DrainTestBase(integrated_helpers._IntegratedTestBase):
     def summary_lines(self) -> list[str]:
         return [line for line in self.stdlog.logger.output.splitlines()
                 if "nova-drain-filters: request for instance" in line]
+
+
+class RebalanceDuplicateMixin(DrainTestBase):
+    """host2 owns node-x; a rebalance left a duplicate record on host1.
+
+    The duplicate is made the way it looks after a racy Ironic rebalance
+    (Nova bugs 1853009, 1841481): a second compute node row for node-x under
+    host1, whose service is still alive, with its own resource provider.
+    It looks bigger than anything else, so the weighers prefer it.
+    """
+
+    def setUp(self) -> None:
+        super().setUp()
+        host2 = self.computes["host2"]
+        host2.manager.driver._set_nodes(["host2", "node-x"])
+        host2.manager.update_available_resource(self.ctxt)
+        live = self.compute_node("host2", "node-x")
+        self.dup_uuid = ndf_fixtures.make_rebalance_duplicate(
+            self.ctxt, self.placement, live, "host1")

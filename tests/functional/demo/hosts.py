@@ -52,7 +52,8 @@ REJECTED = re.compile(r"^\((?P<host>[^,]+), (?P<node>[^)]+)\) .*? rejected by "
                       r"(?P<filter>\w+): (?P<reason>.*)$", re.M)
 QUERY = re.compile(r'"GET (/placement/allocation_candidates\?[^" ]+)')
 RESCHEDULE = re.compile(r"Error from last host: (\S+) \(node (\S+)\)")
-# Copied to the duplicate record, as in tests/functional/test_stale_nodes.py.
+# Copied to the duplicate record, as in tests/functional/base.py
+# (RebalanceDuplicateMixin).
 
 
 @dataclasses.dataclass

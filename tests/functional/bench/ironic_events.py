@@ -30,7 +30,7 @@ and measures side by side:
 
 Run from the repository root::
 
-    .venv/bin/python tools/bench_ironic_events.py --nodes 2000
+    tools/bench.sh ironic_events --nodes 2000
 
 It prints figures; it asserts nothing about time. Every process it starts
 is stopped by its PID at the end, also on an error or Ctrl-C.
@@ -51,19 +51,23 @@ from types import FrameType
 from typing import Any
 from typing import NoReturn
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+from oslo_config import cfg
 
-from oslo_config import cfg  # noqa: E402
+from nova_drain_filters import conf as drain_conf
+from nova_drain_filters import ironic_view
+from tests.functional.bench import ironic_refresh as refresh_bench
+from tests.functional.services import rabbitmq_server
 
-from nova_drain_filters import conf as drain_conf  # noqa: E402
-from nova_drain_filters import ironic_view  # noqa: E402
-
-sys.path.insert(0, str(REPO_ROOT / "tools"))
-import bench_ironic_refresh as refresh_bench  # noqa: E402
-
+#: This module, as ``python -m`` runs it: each worker is one more run of it.
+MODULE = "tests.functional.bench.ironic_events"
+#: The repository root, where ``python -m`` finds ``tests``.
+REPO_ROOT = Path(__file__).resolve().parents[3]
 CONF = cfg.CONF
+#: Run outside Nova's harness, on native threads as nova-scheduler runs (Nova
+#: 34's nova/cmd/scheduler.py patches with backend='threading'): tools/bench.sh
+#: sets OS_NOVA_DISABLE_EVENTLET_PATCHING=true for a module that says this, so
+#: that importing tests.functional does not monkey-patch eventlet.
+EVENTLET = False
 _PARSED: list[bool] = []
 RECONCILE = 600
 TICK = 0.002
@@ -138,9 +142,10 @@ class Worker:
     def __init__(self, mode: str, transport_url: str, url: str,
                  interval: int) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--child", mode, transport_url, url,
-             str(interval)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-m", MODULE, "--child", mode, transport_url,
+             url, str(interval)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, text=True, cwd=REPO_ROOT,
+            env=dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING="true"),
             start_new_session=True)
 
     def read(self) -> dict[str, Any]:
@@ -364,7 +369,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     srv = refresh_bench.load_ironic_server()
-    from tests.functional.services import rabbitmq_server
     broker = rabbitmq_server.RabbitMQServer()
     server = None
     try:

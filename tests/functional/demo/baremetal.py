@@ -13,7 +13,8 @@
 """Act 3: baremetal nodes change state in a real Ironic on loopback and the
 scheduler follows, by event through a private broker when rabbitmq-server
 is installed, else by the next listing (as in
-tests/functional/test_baremetal_scheduling.py and test_baremetal_events.py).
+tests/functional/test_baremetal_scheduling.py and test_baremetal_events.py,
+on the bases of tests/functional/baremetal_base.py).
 """
 from __future__ import annotations
 
@@ -22,8 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tests.functional import test_baremetal_events as events
-from tests.functional import test_baremetal_scheduling as scheduling
+from tests.functional import baremetal_base
 from tests.functional.services import rabbitmq_server
 
 from .screen import ActMixin
@@ -124,15 +124,15 @@ class BaremetalStory(ActMixin):
             self.screen.logs.append(log.read_text(errors="replace")[-6000:])
 
 
-class PollingAct(BaremetalStory, scheduling.BaremetalTestBase):
+class PollingAct(BaremetalStory, baremetal_base.BaremetalTestBase):
     """The scheduler lists Ironic's nodes every second."""
 
     MODE = ("No rabbitmq-server here (tools/setup.sh installs it): event "
             "mode falls back\nto polling, a listing every "
-            f"{scheduling.REFRESH} s.")
+            f"{baremetal_base.REFRESH} s.")
 
 
-class EventAct(BaremetalStory, events.EventModeTestBase):
+class EventAct(BaremetalStory, baremetal_base.EventModeTestBase):
     """Ironic publishes node events to a private broker; the full listing
     is 600 s away, so what the scheduler sees within the act came by event."""
 

@@ -14,6 +14,9 @@
 
 Each act is a Nova functional-harness case (``test_act``) that fills a
 :class:`~.screen.Screen`: the lines to show and the claims that did not
-hold. ``tools/demo.py`` runs and prints them; ``tests/functional/test_demo.py``
-runs the same cases in the suite and asserts every claim held.
+hold. ``python -m tests.functional.demo`` (``__main__.py``, which
+``tools/demo.sh`` runs) prints them; ``tests/functional/test_demo.py``
+runs the same cases in the suite and asserts every claim held. The
+modules are not named ``test_*``, so the test runner does not collect
+the acts a second time.
 """

@@ -15,33 +15,26 @@
 Nova's API, conductor, scheduler and placement run in-process (functional
 harness, fake virt drivers); act 3 adds a real Ironic on loopback and, when
 rabbitmq-server is installed, a private broker for event mode. The acts are
-in tools/demo_acts/; each checks what it claims. Exit 1 if an act did not
-do what it says, 2 for bad usage.
+the modules of this package; each checks what it claims. Exit 1 if an act
+did not do what it says, 2 for bad usage. ``tools/demo.sh`` runs it (as
+``python -m tests.functional.demo``, from the repository root).
 """
 from __future__ import annotations
 
 import argparse
-import importlib
-import logging
 import sys
 import time
-import warnings
-from pathlib import Path
 from typing import Any
-from typing import NoReturn
 from typing import TextIO
 
-import harness_run  # tools/, on sys.path when run as a script
+from tests.functional import harness_run
+from tests.functional.demo import baremetal
+from tests.functional.demo import drain
+from tests.functional.demo import hosts
+from tests.functional.demo import records
+from tests.functional.demo import screen
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 ACTS = range(1, 7)
-
-
-class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def act_number(value: str) -> int:
@@ -68,27 +61,13 @@ def servers_count(value: str) -> int:
 
 
 def act_classes() -> dict[int, Any]:
-    """The case class of each act (imports Nova's harness)."""
-    if str(REPO_ROOT) not in sys.path:
-        sys.path.insert(0, str(REPO_ROOT))
-    # Nova's harness monkey-patches eventlet on import; let it go first
-    # (tests/functional/__init__.py says why). It warns on import, to
-    # Python's warnings and to a logger with no handler yet: not for here.
-    warnings.simplefilter("ignore")
-    logging.getLogger().handlers[:] = [logging.NullHandler()]
-    importlib.import_module("tests.functional")
-    from demo_acts import baremetal
-    from demo_acts import drain
-    from demo_acts import hosts
-    from demo_acts import records
+    """The case class of each act."""
     return {1: hosts.HostsAct, 2: hosts.BootsAct, 3: baremetal.act_class(),
             4: records.StaleAct, 5: records.OrphanAct, 6: drain.DrainAct}
 
 
 def run_act(cls: Any, verbose: bool, servers: int, out: TextIO) -> bool:
     """Run one act, print its screen; True if it did what it says."""
-    from demo_acts import screen
-
     shown = screen.Screen(cls.NUMBER, cls.TITLE, verbose=verbose)
     case: Any = cls("test_act")
     case.screen = shown
@@ -114,7 +93,8 @@ def run_act(cls: Any, verbose: bool, servers: int, out: TextIO) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the acts: 0 if every one did what it says, 1 if not, 2 for usage."""
-    parser = Parser(prog="demo.sh", description=(__doc__ or "").splitlines()[0])
+    parser = harness_run.Parser(prog="demo.sh",
+                                description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--act", type=act_number, metavar="N",
                         help="run act N only (1 to 6), set up for it alone")
     parser.add_argument("--servers", type=servers_count, default=6,

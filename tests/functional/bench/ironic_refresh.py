@@ -23,7 +23,7 @@ at the end, also on an error or Ctrl-C.
 
 Run from the repository root::
 
-    .venv/bin/python tools/bench_ironic_refresh.py --nodes 2000
+    tools/bench.sh ironic_refresh --nodes 2000
 
 This prints figures; it asserts nothing about time. It exits 1 if a refresh
 failed or returned the wrong number of nodes.
@@ -39,9 +39,7 @@ import sys
 import threading
 import time
 import types
-from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
 from typing import Any
 from typing import NoReturn
 
@@ -54,12 +52,16 @@ from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import ironic_view
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import ironic
+from tests.functional.services import ironic_client as ironic_test_client
+from tests.functional.services import ironic_server
+from tests.functional.services import process
 
-if TYPE_CHECKING:
-    from tests.functional.services import ironic_client as ironic_test_client
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
 CONF = cfg.CONF
+#: Run outside Nova's harness, on native threads as nova-scheduler runs (Nova
+#: 34's nova/cmd/scheduler.py patches with backend='threading'): tools/bench.sh
+#: sets OS_NOVA_DISABLE_EVENTLET_PATCHING=true for a module that says this, so
+#: that importing tests.functional does not monkey-patch eventlet.
+EVENTLET = False
 
 #: Ironic's ``[api] max_limit`` default; the test server does not change it.
 IRONIC_MAX_LIMIT = 1000
@@ -73,19 +75,10 @@ CREATE_RETRIES = 3
 
 
 def load_ironic_server() -> Any:
-    """The test Ironic server, its test client and the process errors.
-
-    Imported here because ``tests`` lives at the repository root.
-    """
-    if str(REPO_ROOT) not in sys.path:
-        sys.path.insert(0, str(REPO_ROOT))
-    from tests.functional.services import ironic_client as test_client
-    from tests.functional.services import ironic_server
-    from tests.functional.services import process
-
+    """The test Ironic server, its test client and the process errors."""
     return types.SimpleNamespace(
         IronicServer=ironic_server.IronicServer,
-        IronicTestClient=test_client.IronicTestClient,
+        IronicTestClient=ironic_test_client.IronicTestClient,
         ServiceAPIError=process.ServiceAPIError,
         ServiceStartError=process.ServiceStartError)
 

@@ -12,14 +12,24 @@
 
 """Run one Nova functional-harness case from a script, quietly.
 
-Shared by tools/demo.py and tools/bench_cli_requests.py: Nova's harness is
-made for test runners, and these scripts print their own report instead.
+Shared by the demo (``tests/functional/demo``) and the benchmarks
+(``tests/functional/bench``): Nova's harness is made for test runners, and
+these scripts print their own report instead.
 """
+import argparse
 import logging
 import os
 import unittest
 import warnings
 from collections.abc import Callable
+from typing import NoReturn
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def run_quietly(case: unittest.TestCase, log: Callable[[], str]) -> str | None:
