@@ -37,7 +37,7 @@ THREADING_RELEASES="33 34"
 # eventlet otherwise): the filters, the pre-filter, the Ironic view and its
 # threads, start-up from nova.conf, events and the broker outage, and the
 # fork path's unit tests.
-SCHEDULER_SIDE='^tests\.(functional\.(test_baremetal_events|test_baremetal_scheduling|test_baremetal_startup|test_concurrency_mode|test_event_mode_config|test_ironic_events|test_ironic_view|test_prefilter|test_service_filters|test_stale_nodes)|unit\.(test_ironic_events|test_ironic_refresher|test_ironic_view|test_snapshot_age))\.'
+SCHEDULER_SIDE='^tests\.(functional\.(test_baremetal_events|test_baremetal_scheduling|test_baremetal_startup|test_concurrency_mode|test_event_mode_config|test_ironic_events|test_ironic_view|test_prefilter|test_service_filters|test_stale_nodes)|unit\.(ironic_view\.(test_events|test_refresher|test_view|test_view_verdict)|test_snapshot_age))\.'
 
 all_releases=0
 if [ "${1:-}" = "--all-releases" ]; then

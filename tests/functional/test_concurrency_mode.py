@@ -30,7 +30,7 @@ import testtools
 from nova.tests.functional import integrated_helpers  # noqa: F401
 from oslo_service import backend
 
-from nova_drain_filters import ironic_refresher
+from nova_drain_filters.ironic_view import refresher as ironic_refresher
 
 
 def native_requested() -> bool:

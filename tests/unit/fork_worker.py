@@ -57,8 +57,8 @@ from typing import Any  # noqa: E402
 from oslo_config import cfg  # noqa: E402
 
 from nova_drain_filters import conf as drain_conf  # noqa: E402
-from nova_drain_filters import ironic_refresher  # noqa: E402
 from nova_drain_filters import ironic_view  # noqa: E402
+from nova_drain_filters.ironic_view import refresher as ironic_refresher  # noqa: E402,E501
 from tests.unit import ironic_fakes  # noqa: E402
 
 OURS = (ironic_refresher.REFRESH_THREAD, ironic_refresher.WATCHDOG_THREAD)
@@ -75,7 +75,8 @@ def wait_for(check: Any, seconds: float = 10.0) -> bool:
 
 def alive(view: ironic_view.IronicView) -> list[str]:
     """Names of the view's own threads that are alive and beating."""
-    return sorted(t.name for t in (view._thread, view._watchdog)
+    return sorted(t.name for t in (view.refresher._thread,
+                                   view.refresher._watchdog)
                   if t is not None and t.is_alive())
 
 
@@ -89,7 +90,7 @@ def in_worker(view: ironic_view.IronicView, parent: list[Any],
     # The worker's first request (BaremetalAvailabilityFilter's call).
     view.wait_until_ready()
     listed = wait_for(lambda: view.refreshes >= 2)
-    mine = [t for t in (view._thread, view._watchdog)
+    mine = [t for t in (view.refresher._thread, view.refresher._watchdog)
             if t is not None and t.is_alive()]
     # The watchdog restarts a refresher that died, here as in any process.
     restarted = False
@@ -104,12 +105,12 @@ def in_worker(view: ironic_view.IronicView, parent: list[Any],
         client.hook = die_once
         # A dead green thread may still say is_alive(): the watchdog then
         # goes by its heartbeat (ironic_refresher.STALE_BEAT).
-        restarted = wait_for(lambda: view.restarts >= 1
+        restarted = wait_for(lambda: view.refresher.restarts >= 1
                              and view.refreshes > before,
                              ironic_refresher.STALE_BEAT + 20)
     return {"listed": listed, "restarted": restarted,
             "threads": sorted(t.name for t in mine if t not in parent),
-            "pid": view._pid == os.getpid(),
+            "pid": view.refresher._pid == os.getpid(),
             "green": ironic_refresher.green_hub() is not None}
 
 
@@ -123,13 +124,13 @@ def main() -> int:
     view.start()
     report: dict[str, Any] = {"backend": BACKEND,
                               "first": wait_for(lambda: view.refreshes >= 1)}
-    parent = [view._thread, view._watchdog]
+    parent = [view.refresher._thread, view.refresher._watchdog]
     # Another thread holds the snapshot's lock as the process forks (a
     # listing or an event being applied): the worker's copy stays locked.
     held, release = threading.Event(), threading.Event()
 
     def hold() -> None:
-        with view._event_lock:
+        with view.patches._event_lock:
             held.set()
             release.wait(30)
 

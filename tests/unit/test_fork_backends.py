@@ -24,7 +24,7 @@ from pathlib import Path
 
 import testtools
 
-from nova_drain_filters import ironic_refresher
+from nova_drain_filters.ironic_view import refresher as ironic_refresher
 
 REPO = Path(__file__).resolve().parents[2]
 BOTH = [ironic_refresher.REFRESH_THREAD, ironic_refresher.WATCHDOG_THREAD]

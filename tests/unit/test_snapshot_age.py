@@ -15,12 +15,12 @@ import fixtures
 from oslo_config import cfg
 
 from nova_drain_filters import conf as drain_conf
-from nova_drain_filters import ironic_events
-from tests.unit import ironic_view_helpers
-from tests.unit import test_conf
+from nova_drain_filters.ironic_view import events as ironic_events
+from tests.unit import base as unit_base
+from tests.unit.ironic_view import helpers as ironic_view_helpers
 
 
-class TestDerivation(test_conf.ConfTestCase):
+class TestDerivation(unit_base.ConfTestCase):
     def age(self, *lines: str) -> int:
         conf = self.load(*lines)
         drain_conf.validate(conf)  # never an error without an explicit age
@@ -155,6 +155,6 @@ class TestEventModeFreshness(ironic_view_helpers.ViewTestCase):
         self.clock.advance(3600)
         self.look()
         self.assertIsNotNone(self.view.trusted())
-        self.view._reset_after_fork()
+        self.view.refresher._reset_after_fork()
         self.assertIsNone(self.listener.healthy_at)
         self.assertIsNone(self.view.trusted())
