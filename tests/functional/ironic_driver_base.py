@@ -59,8 +59,9 @@ RESOURCE_CLASS = "baremetal"
 #: How placement names RESOURCE_CLASS (nova/utils.py normalize_rc_name).
 PLACEMENT_RC = "CUSTOM_BAREMETAL"
 #: Seconds the fake vendor clean step sleeps ([fake] vendor_delay): long
-#: enough for a few boots while a node cleans.
-CLEAN_SECONDS = 8
+#: enough for two boots on a loaded 2-core machine while a node cleans.
+#: No test waits for a slow clean to end.
+CLEAN_SECONDS = 30
 #: Ironic's fake vendor clean step, which sleeps CLEAN_SECONDS.
 SLOW_CLEAN_STEP = {"interface": "vendor", "step": "log_passthrough"}
 #: The view's listing interval in polling mode.
@@ -83,9 +84,13 @@ def driver_ironic_config(
         # skip_automated_cleaning), so setUp's provide is quick.
         "conductor": {"automated_clean": True},
         "fake": {"vendor_delay": str(CLEAN_SECONDS)},
+        # A conductor stopped mid-clean exits at once, not after 60 s.
+        "DEFAULT": {"graceful_shutdown_timeout": 1},
     }
     if broker_url:
-        sections.update(rabbitmq_server.ironic_notification_config(broker_url))
+        for name, options in rabbitmq_server.ironic_notification_config(
+                broker_url).items():
+            sections[name] = {**sections.get(name, {}), **options}
     return sections
 
 
