@@ -222,13 +222,6 @@ class IronicDriverTestBase(base.DrainTestBase):
             nodes[name] = node["uuid"]
         return nodes
 
-    def start_slow_clean(self, name: str) -> None:
-        """available -> manageable -> cleaning (CLEAN_SECONDS)."""
-        uuid_ = self.nodes[name]
-        self.ironic.manage(uuid_)
-        self.ironic.set_provision_state(uuid_, "clean",
-                                        clean_steps=[SLOW_CLEAN_STEP])
-
     # The Ironic view ------------------------------------------------------
 
     def wait_for_view(self) -> None:
