@@ -208,19 +208,20 @@ class IronicDriverTestBase(base.DrainTestBase):
 
     def make_nodes(self, names: tuple[str, ...]) -> dict[str, str]:
         """Create available, powered-off nodes in this test's shard."""
-        nodes = {}
-        for name in names:
-            node = self.ironic.create_node(
-                name=f"{self.shard}-{name}", resource_class=RESOURCE_CLASS,
-                shard=self.shard, automated_clean=False,
-                properties={"cpu_arch": "x86_64"})
-            self.ironic.manage(node["uuid"])
-            self.ironic.provide(node["uuid"])
-            # Power state None is unavailable to Nova's driver
-            # (_node_resources_unavailable).
-            self.ironic.set_power_state(node["uuid"], "power off")
-            nodes[name] = node["uuid"]
-        return nodes
+        return {name: self.make_node(name) for name in names}
+
+    def make_node(self, name: str, **fields: Any) -> str:
+        """Create one available, powered-off node; return its UUID."""
+        node = self.ironic.create_node(
+            name=f"{self.shard}-{name}", resource_class=RESOURCE_CLASS,
+            shard=self.shard, automated_clean=False,
+            properties={"cpu_arch": "x86_64"}, **fields)
+        self.ironic.manage(node["uuid"])
+        self.ironic.provide(node["uuid"])
+        # Power state None is unavailable to Nova's driver
+        # (_node_resources_unavailable).
+        self.ironic.set_power_state(node["uuid"], "power off")
+        return str(node["uuid"])
 
     # The Ironic view ------------------------------------------------------
 
