@@ -21,6 +21,7 @@ delete the compute node and its provider
 import time
 from typing import Any
 
+from nova import exception
 from nova import objects
 
 from tests.functional import cli_harness
@@ -79,7 +80,8 @@ class DeletedNodeTest(cli_harness.CliTestBase, idb.IronicDriverTestBase):
         self.assertIn("Deleting orphan compute node", self.stdlog.logger.output)
         after = self.records()
         self.assertEqual([], self.stale_rows())
-        self.assertRaises(Exception, self.compute_node, "bm-compute", gone)
+        self.assertRaises(exception.ComputeHostNotFound, self.compute_node,
+                          "bm-compute", gone)
         self.assertNotIn(gone, {rp["uuid"] for rp in self._get_all_providers()})
         self.assertEqual({"compute nodes": 1, "providers": 1,
                           "allocations": 1, "stale rows": 0}, after)

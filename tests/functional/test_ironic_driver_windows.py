@@ -47,16 +47,12 @@ class WindowsPollingTest(idb.IronicDriverTestBase):
                                          Callable[[], bool]]]:
         """How each window opens, through Ironic's API only, and when the
         view has seen it."""
-        clean = self.nodes["cleaning"]
         return {
             # Manual cleaning starts from manageable, both within one
             # periodic: timed from the manage request until the view has
             # the node in CLEANING (it excludes it from manageable on).
             "cleaning": (
-                lambda: (self.ironic.manage(clean),
-                         self.ironic.set_provision_state(
-                             clean, "clean",
-                             clean_steps=[idb.SLOW_CLEAN_STEP])),
+                self.manage_and_clean,
                 lambda: self.excluded_by_view("cleaning") and self.view_state(
                     "cleaning") in ("cleaning", "clean wait")),
             "manageable": (
@@ -67,6 +63,13 @@ class WindowsPollingTest(idb.IronicDriverTestBase):
                     self.nodes["maintenance"], True, reason="bmc"),
                 lambda: self.excluded_by_view("maintenance")),
         }
+
+    def manage_and_clean(self) -> None:
+        """available -> manageable -> cleaning (the slow vendor step)."""
+        node = self.nodes["cleaning"]
+        self.ironic.manage(node)
+        self.ironic.set_provision_state(node, "clean",
+                                        clean_steps=[idb.SLOW_CLEAN_STEP])
 
     def view_state(self, name: str) -> str | None:
         snap = self.drain.view.trusted()
