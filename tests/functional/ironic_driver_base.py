@@ -105,8 +105,6 @@ class IronicDriverTestBase(base.DrainTestBase):
     NODES: tuple[str, ...] = ("a", "b", "c")
     #: Event mode: a private broker, Ironic publishing to it.
     EVENTS = False
-    #: [workarounds] skip_reserve_in_use_ironic_nodes.
-    SKIP_RESERVE = False
     #: False: no [ironic] shard (for peer_list tests; one node set per class).
     USE_SHARD = True
 
@@ -161,8 +159,6 @@ class IronicDriverTestBase(base.DrainTestBase):
                    # spawn's and _unprovision's polls (min 0, an IntOpt).
                    api_retry_interval=1,
                    shard=self.shard if self.USE_SHARD else None)
-        self.flags(group="workarounds",
-                   skip_reserve_in_use_ironic_nodes=self.SKIP_RESERVE)
         return super()._setup_compute_service()
 
     def post_baremetal_flavor(self) -> str:

@@ -24,18 +24,29 @@ from tests.functional import ironic_driver_base as idb
 
 
 class CleaningAfterDeleteTest(idb.IronicDriverTestBase):
-    """Default ``[workarounds]``: in-use nodes are reserved."""
-
     DRAIN = False
     NODES = ("a", "b")
 
-    def test_the_cleaning_node_is_reserved_by_the_delete(self) -> None:
+    def test_default_workarounds(self) -> None:
+        self.delete_then_boot_while_cleaning("default workarounds")
+
+    def test_skip_reserve_in_use_ironic_nodes(self) -> None:
+        # The driver reads it on each call (update_provider_tree). A
+        # CLEANING node is unavailable to the driver
+        # (_node_resources_unavailable) whatever it says.
+        self.flags(skip_reserve_in_use_ironic_nodes=True, group="workarounds")
+        self.delete_then_boot_while_cleaning(
+            "skip_reserve_in_use_ironic_nodes=True")
+
+    def delete_then_boot_while_cleaning(self, described: str) -> None:
         first = self.boot()
         used = self.node_of(first)
         other = ({"a", "b"} - {used}).pop()
-        # What the boot's own resource update left (the node's allocation
-        # holds its one unit either way).
+        # The boot's own resource update ran before the deploy: nothing is
+        # reserved (the node's allocation holds its one unit), so the
+        # reservation below is the delete's doing.
         in_use = self.reserved(used)
+        self.assertEqual(0, in_use)
         # Cleaning on for this node only; the fake vendor step sleeps.
         self.ironic.update_node(self.nodes[used], automated_clean=True)
         self._delete_server(first)
@@ -58,19 +69,7 @@ class CleaningAfterDeleteTest(idb.IronicDriverTestBase):
         node = self.ironic.get_node(self.nodes[used])
         self.assertIn(node["provision_state"], ("cleaning", "clean wait"),
                       "cleaning ended before the boots were done")
-        idb.report(f"seed 004 ({self.describe()}): the node was cleaning and "
+        idb.report(f"seed 004 ({described}): the node was cleaning and "
                    f"reserved for the {time.monotonic() - deleted:.1f} s "
-                   f"of two boots after the delete; reserved while in use "
-                   f"before any periodic: {in_use}")
-
-    def describe(self) -> str:
-        return ("skip_reserve_in_use_ironic_nodes=True" if self.SKIP_RESERVE
-                else "default workarounds")
-
-
-class CleaningAfterDeleteSkipReserveTest(CleaningAfterDeleteTest):
-    """``skip_reserve_in_use_ironic_nodes = True``: a CLEANING node is
-    unavailable to the driver (``_node_resources_unavailable``), so the
-    delete still reserves it."""
-
-    SKIP_RESERVE = True
+                   f"of two boots after the delete (reserved 0 while in "
+                   f"use, before any periodic)")
