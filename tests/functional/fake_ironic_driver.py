@@ -15,7 +15,10 @@
 Each node's name and compute node UUID is an Ironic node UUID and the
 hypervisor type is ``ironic`` (``nova/virt/ironic/driver.py``
 ``_node_resource``), so the drain filters treat them as Ironic nodes. Nova's
-Ironic driver itself needs a real deploy path; the fake one spawns nothing.
+Ironic driver itself needs a real deploy path; the fake one spawns nothing
+and stays for the tests that need many nodes cheaply. Nova's own driver
+runs against the real Ironic in ``test_ironic_driver_*``
+(``ironic_driver_base.py``).
 """
 import sys
 from typing import Any
