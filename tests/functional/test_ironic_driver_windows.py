@@ -104,6 +104,7 @@ class WindowsPollingTest(idb.IronicDriverTestBase):
         line = self.summary_lines()[-1]
         self.assertIn("baremetal: maintenance (bmc)", line)
         self.assertIn("baremetal: provision_state=manageable", line)
+        self.assertIn("baremetal: provision_state=clean", line)
         offered_for = {name: time.monotonic() - t for name, t in opened.items()}
 
         # The periodic reserves them (nova/virt/ironic/driver.py
