@@ -130,14 +130,15 @@ class ComputeClient(http.ServiceClient):
     version_path = "/"
 
     def _pages(self, path: str, key: str,
-               params: dict[str, str] | None = None) -> Iterator[Any]:
+               params: dict[str, str] | None = None,
+               microversion: str = COMPUTE_VERSION) -> Iterator[Any]:
         marker: str | None = None
         for _ in range(MAX_PAGES):
             query = dict(params or {}, limit=str(PAGE_SIZE))
             if marker:
                 query["marker"] = marker
             body = self.get(f"{path}?{parse.urlencode(query)}",
-                            microversion=COMPUTE_VERSION)
+                            microversion=microversion)
             items = body.get(key) or []
             yield from items
             links = body.get(f"{key}_links") or []
