@@ -244,9 +244,16 @@ class ResumeTest(migrate_base.MigrateTestBase):
         self.assertEqual(1, len(posted))
         self._wait_for_migration_status(posted[0], ["running"])
 
-        for host in self.HOSTS:
-            self.driver(host).hold = 0.2
-        rows, run = self.migrate("host1")
+        def post_and_let_go(client: Any, uuid: str) -> None:
+            # The rerun has gathered by now: migrations may complete.
+            for host in self.HOSTS:
+                self.driver(host).hold = 0.2
+            post(client, uuid)
+
+        with fixtures.MonkeyPatch(
+                "nova_drain_filters.clients.server_moves.MoveClient."
+                "live_migrate", post_and_let_go):
+            rows, run = self.migrate("host1")
         self.assertIn(f"({posted[0]['id']}): resumed (running)", run.stderr)
         self.assertEqual({"moved"}, {r["Result"] for r in rows.values()})
         for server in servers:
