@@ -35,21 +35,15 @@ class HostMoves:
     unmovable: list[mig.Step]
 
 
-def _affinity(client: server_moves.MoveClient,
-              servers: list[server_moves.ServerState]
+def _affinity(client: server_moves.MoveClient
               ) -> dict[str, tuple[str, int]]:
-    """Affinity groups by server: (group name, other members)."""
-    groups: dict[str, server_moves.ServerGroup | None] = {}
+    """Affinity groups by member: (group name, count of other members)."""
     found: dict[str, tuple[str, int]] = {}
-    for server in servers:
-        for gid in server.server_groups:
-            if gid not in groups:
-                groups[gid] = client.server_group(gid)
-            group = groups[gid]
-            if (group is not None and group.policy == "affinity"
-                    and len(group.members) > 1):
-                found[server.uuid] = (group.name or group.uuid,
-                                      len(group.members) - 1)
+    for group in client.server_groups():
+        if group.policy == "affinity" and len(group.members) > 1:
+            for member in group.members:
+                found[member] = (group.name or group.uuid,
+                                 len(group.members) - 1)
     return found
 
 
@@ -71,7 +65,7 @@ def gather(client: server_moves.MoveClient, host: str,
         if (record.status not in mig.FINAL and record.source_compute == host
                 and record.migration_type in runner.TYPES):
             resumed[record.instance_uuid] = record
-    affinity = _affinity(client, servers)
+    affinity = _affinity(client) if servers else {}
     moves, unmovable = [], []
     on_host = {s.uuid: s for s in servers}
     for uuid, record in resumed.items():

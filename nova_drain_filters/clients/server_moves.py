@@ -25,7 +25,7 @@ from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import http
 
 #: 2.65: abort a queued or preparing live migration; 2.68: no ``force``;
-#: 2.71: servers show their ``server_groups``; 2.84: instance action
+#: 2.84: instance action
 #: events carry ``details``. Nova 31 (the oldest supported) goes to 2.100.
 MOVE_VERSION = "2.84"
 
@@ -40,7 +40,6 @@ class ServerState:
     task_state: str | None
     host: str | None
     node: str | None
-    server_groups: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,8 +69,7 @@ def _state(body: dict[str, Any]) -> ServerState:
         status=body.get("status", ""),
         task_state=body.get("OS-EXT-STS:task_state"),
         host=body.get("OS-EXT-SRV-ATTR:host"),
-        node=body.get("OS-EXT-SRV-ATTR:hypervisor_hostname"),
-        server_groups=tuple(body.get("server_groups") or ()))
+        node=body.get("OS-EXT-SRV-ATTR:hypervisor_hostname"))
 
 
 def _record(body: dict[str, Any]) -> MigrationRecord:
@@ -157,16 +155,24 @@ class MoveClient(compute.ComputeClient):
         self.request("DELETE", f"/servers/{uuid}/migrations/{migration_id}",
                      microversion=MOVE_VERSION)
 
-    def server_group(self, uuid: str) -> ServerGroup | None:
-        try:
-            body = self.get(f"/os-server-groups/{uuid}",
-                            microversion=MOVE_VERSION)
-        except http.NotFound:
-            return None
-        group = body["server_group"]
-        return ServerGroup(uuid=group["id"], name=group.get("name") or "",
-                           policy=group.get("policy") or "",
-                           members=tuple(group.get("members") or ()))
+    def server_groups(self) -> list[ServerGroup]:
+        """Every server group of every project, with its members
+        (``server_groups.py`` ``index`` pages by limit and offset; the
+        server detail list never shows a server's groups)."""
+        found: list[ServerGroup] = []
+        for _ in range(compute.MAX_PAGES):
+            query = parse.urlencode({"all_projects": "True", "limit":
+                                     compute.PAGE_SIZE, "offset": len(found)})
+            page = self.get(f"/os-server-groups?{query}",
+                            microversion=MOVE_VERSION)["server_groups"]
+            found += [ServerGroup(
+                uuid=g["id"], name=g.get("name") or "",
+                policy=g.get("policy") or "",
+                members=tuple(g.get("members") or ())) for g in page]
+            if len(page) < compute.PAGE_SIZE:
+                return found
+        raise http.ApiError(self.service, "GET", "/os-server-groups", 200,
+                            "too many pages")
 
     def action_faults(self, uuid: str, actions: tuple[str, ...]
                       ) -> list[str]:

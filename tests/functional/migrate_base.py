@@ -81,9 +81,10 @@ class MigrateTestBase(cli_harness.CliTestBase):
         return found
 
     def actions(self, server: dict[str, Any]) -> list[str]:
-        return [a["action"] for a in self.admin_api.api_get(
+        """Its instance actions since it was created, oldest first."""
+        return [a["action"] for a in reversed(self.admin_api.api_get(
             f"/servers/{server['id']}/os-instance-actions").body[
-                "instanceActions"]]
+                "instanceActions"]) if a["action"] != "create"]
 
     def usage(self, host: str) -> dict[str, int]:
         rp = self._get_provider_uuid_by_host(host)

@@ -265,6 +265,11 @@ class ResumeTest(migrate_base.MigrateTestBase):
 class DryRunTest(migrate_base.MigrateTestBase):
     HOSTS = ("host1", "host2")
 
+    def service_state(self, host: str) -> list[tuple[Any, ...]]:
+        return [(s["id"], s["status"], s["disabled_reason"], s["forced_down"])
+                for s in self.admin_api.get_services(
+                    host=host, binary="nova-compute")]
+
     def test_plan_changes_nothing(self) -> None:
         live = self.boot_on("host1")
         cold = self.boot_on("host1")
@@ -273,8 +278,7 @@ class DryRunTest(migrate_base.MigrateTestBase):
         self._suspend_server(stays)
         self.start_drain("host1")
         before = {s["id"]: self.actions(s) for s in (live, cold, stays)}
-        service = self.admin_api.get_services(host="host1",
-                                              binary="nova-compute")
+        service = self.service_state("host1")
 
         run = self.cli("drain", "host", "migrate", "host1", "--dry-run",
                        "-f", "json")
@@ -290,8 +294,7 @@ class DryRunTest(migrate_base.MigrateTestBase):
             self.assertEqual(before[server["id"]], self.actions(server))
             self.assertEqual("host1", self.server(server)[
                 "OS-EXT-SRV-ATTR:host"])
-        self.assertEqual(service, self.admin_api.get_services(
-            host="host1", binary="nova-compute"))
+        self.assertEqual(service, self.service_state("host1"))
 
 
 class BadInputTest(migrate_base.MigrateTestBase):

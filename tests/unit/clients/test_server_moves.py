@@ -71,15 +71,30 @@ class TestMoves(MovesTestCase):
                            "limit": ["1000"]}], self.queries())
         self.assertEqual("compute 2.84", self.version())
 
-    def test_server_state_with_groups(self) -> None:
-        body = dict(test_compute.server_body(SRV1), name="web",
-                    server_groups=["g1"])
+    def test_server_state(self) -> None:
+        body = dict(test_compute.server_body(SRV1), name="web")
         body["OS-EXT-STS:task_state"] = "migrating"
         self.mock.get(ENDPOINT + f"/servers/{SRV1}", json={"server": body})
         found = self.client.server_state(SRV1)
         assert found is not None
-        self.assertEqual(("web", "migrating", ("g1",)),
-                         (found.name, found.task_state, found.server_groups))
+        self.assertEqual(("web", "migrating", "c1"),
+                         (found.name, found.task_state, found.host))
+        self.mock.get(ENDPOINT + f"/servers/{SRV1}", status_code=404)
+        self.assertIsNone(self.client.server_state(SRV1))
+
+    def test_server_groups_page_by_offset(self) -> None:
+        full = [{"id": f"g{i}", "name": "n", "policy": "affinity",
+                 "members": ["a", "b"]} for i in range(1000)]
+        self.mock.get(ENDPOINT + "/os-server-groups", response_list=[
+            {"json": {"server_groups": full}},
+            {"json": {"server_groups": [{"id": "last", "policy":
+                                         "anti-affinity"}]}}])
+        found = self.client.server_groups()
+        self.assertEqual(1001, len(found))
+        self.assertEqual(("a", "b"), found[0].members)
+        self.assertEqual([["0"], ["1000"]],
+                         [q["offset"] for q in self.queries()])
+        self.assertEqual(["True"], self.queries()[0]["all_projects"])
 
     def test_faults_of_the_newest_action_compute_first(self) -> None:
         self.mock.get(ENDPOINT + f"/servers/{SRV1}/os-instance-actions",
