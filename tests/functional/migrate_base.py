@@ -14,6 +14,7 @@
 migrations (:mod:`tests.functional.migration_fakes`) and helpers that read
 Nova's own records."""
 import json
+import time
 from typing import Any
 
 import fixtures
@@ -47,6 +48,14 @@ class MigrateTestBase(cli_harness.CliTestBase):
             self.HOLD))
         self.flags(max_concurrent_live_migrations=self.PARALLEL_LIVE)
         super().setUp()
+        # Before the computes stop (cleanups run newest first): Nova's
+        # graceful shutdown waits for a held migration forever.
+        self.addCleanup(self.release_all)
+
+    def release_all(self) -> None:
+        for host in self.HOSTS:
+            if host in self.computes:
+                self.driver(host).hold = 0.0
 
     def driver(self, host: str) -> migration_fakes.HeldLiveMigrationDriver:
         found: migration_fakes.HeldLiveMigrationDriver = (
@@ -75,6 +84,16 @@ class MigrateTestBase(cli_harness.CliTestBase):
         found = objects.MigrationList.get_by_filters(
             self.ctxt, {"instance_uuid": server["id"]})
         return sorted(found, key=lambda m: m.id)
+
+    def wait_for(self, what: str, check: Any, seconds: float = 20.0) -> Any:
+        """Poll ``check()`` until it is truthy; fail naming ``what``."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            found = check()
+            if found:
+                return found
+            time.sleep(0.1)
+        self.fail(f"timed out waiting for {what}")
 
     def server(self, server: dict[str, Any]) -> dict[str, Any]:
         found: dict[str, Any] = self.admin_api.get_server(server["id"])

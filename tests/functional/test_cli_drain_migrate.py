@@ -240,9 +240,12 @@ class ResumeTest(migrate_base.MigrateTestBase):
                 "live_migrate", post_then_die):
             first = self.cli("drain", "host", "migrate", "host1", "--yes")
         self.assertEqual(137, first.rc, first)
-        posted = [s for s in servers if self.records(s)]
+        # The 202 came before the conductor made the record (a cast).
+        posted = self.wait_for("the first migration record", lambda: [
+            s for s in servers if self.records(s)])
         self.assertEqual(1, len(posted))
-        self._wait_for_migration_status(posted[0], ["running"])
+        self.wait_for("the held migration to run", lambda: self.records(
+            posted[0])[0].status == "running")
 
         def post_and_let_go(client: Any, uuid: str) -> None:
             # The rerun has gathered by now: migrations may complete.
