@@ -183,24 +183,34 @@ class MigrateHost(common.ClearCommand):
                             else mig.Outcome.NOT_STARTED]
             rows = [move_row(m)[:4] + (result, "", why_text(m.step))
                     for m in moves]
+            rows += [stay_row(s) for s in stays]
             if not moves and not parsed_args.dry_run:
-                self.check_done(client, hosts)
-            return COLUMNS, rows + [stay_row(s) for s in stays]
+                with common.api_errors():
+                    rows += self.check_done(client, hosts, rows)
+            return COLUMNS, rows
         with common.api_errors():
             ran = runner.Runner(client.moves, options, Progress(
                 self.app.stderr, len(moves))).run(moves)
-            self.check_done(client, hosts)
-        return COLUMNS, [move_row(m) for m in ran] + [stay_row(s)
-                                                       for s in stays]
+            rows = [move_row(m) for m in ran] + [stay_row(s) for s in stays]
+            rows += self.check_done(client, hosts, rows)
+        return COLUMNS, rows
 
-    def check_done(self, client: Any, hosts: list[str]) -> None:
-        """Each host done, or one failure line saying what is left."""
+    def check_done(self, client: Any, hosts: list[str],
+                   rows: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+        """A failure line for each host not done; a row for each server on
+        it that no row names yet (one that arrived during the run)."""
+        named = {r[1] for r in rows}
+        extra: list[tuple[str, ...]] = []
         for host in hosts:
             load = facts.load(client.moves, host)
             if not mig.host_done(load):
                 self.failures.append(
                     f"{host}: not done: {len(load.servers)} server(s) on it, "
                     f"{len(load.unfinished)} migration(s) unfinished")
+            extra += [(host, s, "", mig.Action.NONE.value, "not planned", "",
+                       "on the host after the plan was made")
+                      for s in load.servers if s not in named]
+        return extra
 
 
 def refusal(host: drain.HostFacts) -> str:
