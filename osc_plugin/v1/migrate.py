@@ -25,6 +25,7 @@ from nova_drain_filters import drain
 from nova_drain_filters import migration as mig
 from nova_drain_filters import migration_facts as facts
 from nova_drain_filters import migration_runner as runner
+from osc_plugin import client as osc_client
 from osc_plugin.v1 import common
 from osc_plugin.v1 import drain_steps
 
@@ -195,7 +196,7 @@ class MigrateHost(common.ClearCommand):
             rows += self.check_done(client, hosts, rows)
         return COLUMNS, rows
 
-    def check_done(self, client: Any, hosts: list[str],
+    def check_done(self, client: osc_client.DrainClient, hosts: list[str],
                    rows: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
         """A failure line for each host not done; a row for each server on
         it that no row names yet (one that arrived during the run)."""
