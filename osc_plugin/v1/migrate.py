@@ -127,6 +127,11 @@ class Progress:
                                           sorted(self.counts.items())))
         self.stderr.flush()
 
+    def close(self) -> None:
+        """End the line of counts, so the table starts on its own line."""
+        if self.tty and self.counts:
+            self.stderr.write("\n")
+
 
 class MigrateHost(common.ClearCommand):
     """Move every server off drained hosts through Nova's scheduler.
@@ -189,9 +194,12 @@ class MigrateHost(common.ClearCommand):
                 with common.api_errors():
                     rows += self.check_done(client, hosts, rows)
             return COLUMNS, rows
+        progress = Progress(self.app.stderr, len(moves))
         with common.api_errors():
-            ran = runner.Runner(client.moves, options, Progress(
-                self.app.stderr, len(moves))).run(moves)
+            try:
+                ran = runner.Runner(client.moves, options, progress).run(moves)
+            finally:
+                progress.close()
             rows = [move_row(m) for m in ran] + [stay_row(s) for s in stays]
             rows += self.check_done(client, hosts, rows)
         return COLUMNS, rows

@@ -114,3 +114,5 @@ class TestProgress(fakes.CommandTestCase):
         progress = migrate.Progress(tty, 2)
         progress(runner.Event.COMPLETED, runner.Move(step()), "h2")
         self.assertIn("migrate: 1/2 over, 1 completed", tty.getvalue())
+        progress.close()
+        self.assertTrue(tty.getvalue().endswith("completed\n"))
