@@ -132,7 +132,9 @@ class UnmovableTest(migrate_base.MigrateTestBase):
         resized = self.boot_on("host2")
         # Someone's cold migration onto host1, never confirmed (2.56: a
         # target host, still checked by the scheduler).
-        self._migrate_server(resized, host="host1", api=self.admin_api)
+        self.admin_api.post_server_action(resized["id"],
+                                          {"migrate": {"host": "host1"}})
+        self._wait_for_state_change(resized, "VERIFY_RESIZE")
         self.start_drain("host1")
 
         rows, run = self.migrate("host1", rc=1)
