@@ -21,6 +21,7 @@ from typing import Any
 import fixtures
 from nova import objects
 
+from nova_drain_filters import migration_runner
 from nova_drain_filters.clients import server_moves
 from tests.functional import migrate_base
 from tests.functional.migrate_base import OVER
@@ -323,3 +324,33 @@ class BadInputTest(migrate_base.MigrateTestBase):
         self.assertIn("host1: not draining: run 'openstack drain host start "
                       "host1 --reason ...' first", self.one_line("host1"))
         self.assertEqual([], self.records(server))
+
+
+class InterruptTest(migrate_base.MigrateTestBase):
+    HOSTS = ("host1", "host2")
+    HOLD = None
+
+    def test_ctrl_c_aborts_what_it_started(self) -> None:
+        server = self.boot_on("host1")
+        self.start_drain("host1")
+        poll = migration_runner.Runner.poll
+
+        def poll_then_ctrl_c(run: Any, since: str) -> None:
+            poll(run, since)
+            if any(m.record and m.record.status == "running"
+                   for m in run.flying):
+                raise KeyboardInterrupt
+
+        with fixtures.MonkeyPatch(
+                "nova_drain_filters.migration_runner.Runner.poll",
+                poll_then_ctrl_c):
+            run = self.cli("drain", "host", "migrate", "host1", "--yes")
+        self.assertEqual(130, run.rc, run)
+        self.assertIn("aborted", run.stderr)
+        self.wait_for("the abort to land", lambda: self.records(server)[
+            0].status == "cancelled")
+        self.wait_for("the task to clear", lambda: self.server(server)[
+            "OS-EXT-STS:task_state"] is None)
+        now = self.server(server)
+        self.assertEqual(("host1", "ACTIVE"), (now["OS-EXT-SRV-ATTR:host"],
+                                               now["status"]))
