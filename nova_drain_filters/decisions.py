@@ -101,6 +101,8 @@ class ServiceFacts:
     is_up: bool
     disabled_reason: str | None = None
     last_seen_up: datetime.datetime | None = None
+    #: The service's UUID; empty where the facts do not say (a HostState).
+    uuid: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

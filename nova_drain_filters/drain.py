@@ -23,6 +23,7 @@ import enum
 from collections.abc import Iterable
 from collections.abc import Sequence
 
+from nova_drain_filters import decisions
 from nova_drain_filters import traits
 
 MARK = traits.DRAIN_HOST
@@ -61,21 +62,10 @@ class NodeMark:
         return self.in_placement or self.in_ironic
 
 
-@dataclasses.dataclass(frozen=True)
-class ServiceState:
-    """The nova-compute service of a host, as far as a drain cares."""
-
-    uuid: str
-    disabled: bool
-    disabled_reason: str | None
-    #: Up and not forced down: it would register the host again.
-    reports: bool
-
-    @property
-    def ours(self) -> bool:
-        """Disabled by a drain (ours), not by someone else."""
-        return self.disabled and (self.disabled_reason or "").startswith(
-            REASON_PREFIX)
+def ours(service: decisions.ServiceFacts) -> bool:
+    """Disabled by a drain (ours), not by someone else."""
+    return service.disabled and (service.disabled_reason or "").startswith(
+        REASON_PREFIX)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +73,9 @@ class HostFacts:
     """What Nova, placement and Ironic say about one compute host."""
 
     host: str
-    service: ServiceState | None
+    #: Its nova-compute service; ``is_up``: it would register the host
+    #: again. None: released (or unknown).
+    service: decisions.ServiceFacts | None
     nodes: tuple[NodeMark, ...] = ()
     servers: tuple[str, ...] = ()
     migrations: tuple[str, ...] = ()
@@ -94,7 +86,7 @@ class HostFacts:
     def marked(self) -> bool:
         """A host drain is on: our disable, or the mark on every node (a
         few marked nodes of an Ironic host are node drains)."""
-        if self.service is not None and self.service.ours:
+        if self.service is not None and ours(self.service):
             return True
         return bool(self.nodes) and all(n.marked for n in self.nodes)
 
@@ -152,6 +144,19 @@ class Action(str, enum.Enum):
     UNMARK_PROVIDER = "unmark provider"
     ENABLE = "enable service"
     DELETE_SERVICE = "delete compute service"
+
+
+class Outcome(enum.Enum):
+    """How a step ended; the CLI words it (``osc_plugin/v1/results.py``)."""
+
+    DONE = "done"
+    FAILED = "failed"
+    ROLLED_BACK = "rolled back"
+    ROLLBACK_FAILED = "rollback failed"
+    #: An ENABLE found the service no longer disabled by a drain.
+    LEFT_DISABLED = "left disabled"
+    #: A DELETE_SERVICE went through (Nova may have left things behind).
+    RELEASED = "released"
 
 
 _UNDO = {Action.MARK_NODE: Action.UNMARK_NODE,
@@ -258,7 +263,7 @@ def plan_start(hosts: Sequence[HostFacts], reason: str,
         if not service.disabled:
             disables.append(Step(Action.DISABLE, facts.host, service.uuid,
                                  reason=disable_reason(reason)))
-        elif not service.ours and marks:
+        elif not ours(service) and marks:
             plan.notes.append(
                 f"{facts.host} was disabled by someone else "
                 f"({service.disabled_reason or 'no reason'}): it keeps that "
@@ -287,13 +292,13 @@ def plan_cancel(hosts: Sequence[HostFacts], has_ironic: bool = True) -> Plan:
             continue
         unmarks = mark_steps(facts.host, facts.nodes, on=False)
         plan.steps.extend(unmarks)
-        if service.ours:
+        if ours(service):
             enables.append(Step(Action.ENABLE, facts.host, service.uuid))
         elif service.disabled and unmarks:
             plan.notes.append(
                 f"{facts.host} stays disabled: someone else disabled it "
                 f"({service.disabled_reason or 'no reason'})")
-        if not unmarks and not service.ours:
+        if not unmarks and not ours(service):
             plan.done.append(Refusal(facts.host, "not drained by us"))
     plan.steps.extend(enables)
     return plan
@@ -309,7 +314,7 @@ def finish_refusal(facts: HostFacts) -> Refusal | None:
     if found:
         return Refusal(facts.host, "still Draining, blocked by "
                        + summarize_blockers(found), wait=True)
-    if facts.service is not None and facts.service.reports:
+    if facts.service is not None and facts.service.is_up:
         return Refusal(
             facts.host, "Drained, but its nova-compute still reports and "
             "would register the host again: stop it, then 'openstack "

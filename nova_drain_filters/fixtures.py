@@ -35,10 +35,10 @@ from typing import Any
 import fixtures
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
+from oslo_config import fixture as oslo_fixture
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import ironic_view
-from nova_drain_filters import nova_compat
 from nova_drain_filters import request_filter
 from nova_drain_filters.filters import FILTER_CLASSES
 from nova_drain_filters.filters import summary
@@ -55,6 +55,64 @@ def api_paste_config() -> str | None:
         if os.path.exists(path):
             return path
     return None
+
+
+def placement_fixture(test: Any) -> Any:
+    """The PlacementFixture of a Nova ``_IntegratedTestBase`` test.
+
+    ``nova/tests/functional/integrated_helpers.py``
+    ``_IntegratedTestBase.setUp`` keeps it as ``self.placement_fixture`` from
+    Nova 33 on; Nova 31 and 32 keep only ``self.placement``, the fixture's
+    ``PlacementApiClient``, whose ``fixture`` attribute is the fixture
+    (``nova/tests/functional/fixtures.py``). :class:`PlacementAuth` needs
+    the fixture's ``endpoint`` and ``token``.
+    """
+    fixture = getattr(test, "placement_fixture", None)
+    if fixture is None:
+        fixture = test.placement.fixture
+    return fixture
+
+
+def config_fixture(conf: Any) -> Any:
+    """An oslo.config ``Config`` fixture that undoes only its own changes.
+
+    oslo.config's fixture resets the whole ``conf`` on clean-up
+    (``ConfigOpts.reset`` unsets every default and override). Inside a Nova
+    test that also drops what Nova's ``ConfFixture`` set
+    (``nova/tests/fixtures/conf.py``), among them ``manager_shutdown_timeout
+    = 0``. On Nova 33, ``ComputeManager.graceful_shutdown``
+    (``nova/compute/manager.py``) then sleeps the real default, 160 s, as
+    each compute stops: minutes per test. This one restores each override
+    it replaced, unregisters its options and leaves the rest alone.
+    """
+    class OwnChangesConfig(oslo_fixture.Config):
+        def setUp(self) -> None:
+            # Not Config.setUp, which registers conf.reset.
+            fixtures.Fixture.setUp(self)
+            self._registered_config_opts = {}
+            self._default_config_files = getattr(
+                self.conf, "default_config_files", None)
+            self._default_config_dirs = getattr(
+                self.conf, "default_config_dirs", None)
+            self.addCleanup(self._reset_default_config_files)
+            self.addCleanup(self._reset_default_config_dirs)
+            self.addCleanup(self._unregister_config_opts)
+            # What reset() did first, without unsetting anyone's defaults:
+            # unregistering needs the parsed arguments gone.
+            self.addCleanup(self.conf.clear)
+
+        def config(self, **kw: Any) -> None:
+            group = kw.pop("group", None)
+            for name, value in kw.items():
+                info = self.conf._get_opt_info(name, group)
+                if "override" in info:
+                    self.addCleanup(self.conf.set_override, name,
+                                    info["override"], group)
+                else:
+                    self.addCleanup(self.conf.clear_override, name, group)
+                self.conf.set_override(name, value, group)
+
+    return OwnChangesConfig(conf)
 
 
 class NovaApiPaste(fixtures.Fixture):
@@ -92,7 +150,7 @@ class PlacementAuth(fixtures.Fixture):
         self.token = token
 
     def _setUp(self) -> None:
-        fixture = self.useFixture(nova_compat.config_fixture(CONF))
+        fixture = self.useFixture(config_fixture(CONF))
         fixture.register_opts(
             ks_loading.get_auth_plugin_conf_options("admin_token"),
             group="placement",
@@ -111,7 +169,7 @@ class IronicEndpoint(fixtures.Fixture):
         self.url = url
 
     def _setUp(self) -> None:
-        fixture = self.useFixture(nova_compat.config_fixture(CONF))
+        fixture = self.useFixture(config_fixture(CONF))
         fixture.config(group="ironic", auth_type="none",
                        endpoint_override=self.url)
 
@@ -131,7 +189,6 @@ class DrainFilters(fixtures.Fixture):
 
     def __init__(
         self,
-        placement: Any = None,
         enabled: Iterable[str] = OUR_FILTER_NAMES,
         prefilter: bool = True,
         first: bool = False,
@@ -139,9 +196,6 @@ class DrainFilters(fixtures.Fixture):
         **options: Any,
     ) -> None:
         """
-        :param placement: ignored, kept for old callers: the pre-filter
-            now uses Nova's report client, which Nova's PlacementFixture
-            patches.
         :param enabled: our filter names to append to ``enabled_filters``.
         :param prefilter: ``[drain_filters] placement_prefilter``.
         :param first: put our filters before Nova's, so their reasons are
@@ -150,7 +204,6 @@ class DrainFilters(fixtures.Fixture):
         :param options: other ``[drain_filters]`` options.
         """
         super().__init__()
-        self.placement = placement
         self.enabled = list(enabled)
         self.prefilter = prefilter
         self.first = first
@@ -160,7 +213,7 @@ class DrainFilters(fixtures.Fixture):
     def _setUp(self) -> None:
         self.useFixture(NovaApiPaste())
         drain_conf.register_opts(CONF)
-        fixture = self.useFixture(nova_compat.config_fixture(CONF))
+        fixture = self.useFixture(config_fixture(CONF))
         available = list(CONF.filter_scheduler.available_filters)
         if ALL_FILTERS not in available:
             available.append(ALL_FILTERS)

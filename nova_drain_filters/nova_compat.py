@@ -23,6 +23,7 @@ internal                       Nova 31, 32, 33, 34
 =============================  ===========================================
 ``HostState`` fields           the same six, set by ``HostState.update``
 ``servicegroup.API``           the same class and ``service_is_up``
+``servicegroup`` ``DbDriver``  the same ``is_up`` and ``service_down_time``
 ``request_is_rebuild``         the same function, same hint
 ``ALL_REQUEST_FILTERS``        a plain list in all four (34 adds
                                ``owner_nova_filter`` to it; we only append)
@@ -32,14 +33,23 @@ functional harness             31, 32: the test keeps only
                                33, 34: also ``placement_fixture``.
                                33: stopping a compute sleeps
                                ``manager_shutdown_timeout`` (see
-                               :func:`config_fixture`)
+                               ``fixtures.config_fixture``)
 =============================  ===========================================
 
 Where an internal is missing (a Nova outside the range, or a backport
 that moved it), the accessor degrades instead of raising, and
 :func:`log_gaps_once` logs at scheduler start-up what is off and why. This
 module is the only place that imports those Nova internals for the
-filters; call sites use it and never guard imports themselves.
+scheduler side; call sites use it and never guard imports themselves. Two
+imports of Nova are outside it, on purpose:
+
+* ``nova.scheduler.filters.BaseHostFilter`` (``filters/base.py``), the base
+  Nova documents for out-of-tree filters: without it no filter of ours can
+  load, so there is nothing to degrade to and nothing left to log;
+* Nova's object and database layers in ``clients/nova_db.py``, which only
+  the CLI loads, on a controller with ``--nova-config`` (as ``nova-manage``
+  does), never the scheduler: a start-up log line here would not reach the
+  operator who runs it.
 """
 import dataclasses
 import functools
@@ -89,6 +99,14 @@ INTERNALS: dict[str, Internal] = {
             "record (the DB or memcache driver the cloud configured)",
             "every service counts as up; disabled and forced-down services "
             "are still rejected"),
+        Internal(
+            "servicegroup_db", "nova.servicegroup.drivers.db", "DbDriver",
+            "nova/servicegroup/drivers/db.py",
+            "with the db driver the filters work out its up window "
+            "(service_down_time around now) once per request instead of "
+            "asking Nova once per host (filters/base.py UpCheck)",
+            "each host's liveness is asked of nova.servicegroup.API: the "
+            "same verdict, more slowly"),
         Internal(
             "request_is_rebuild", "nova.scheduler.utils",
             "request_is_rebuild", "nova/scheduler/utils.py",
@@ -158,6 +176,17 @@ class _AlwaysUp:
         return True
 
 
+def servicegroup_api_class() -> Any:
+    """The ``nova.servicegroup.API`` class, None if this Nova has none."""
+    return _try("servicegroup")
+
+
+def servicegroup_db_driver() -> Any:
+    """Nova's ``DbDriver`` class (``nova/servicegroup/drivers/db.py``), or
+    None."""
+    return _try("servicegroup_db")
+
+
 def servicegroup_api() -> Any:
     """A ``nova.servicegroup.API()`` (``nova/servicegroup/api.py``)."""
     api_class = _try("servicegroup")
@@ -208,68 +237,6 @@ def missing_host_state_fields() -> list[str]:
     host_state = host_state_class("host", "node", None)
     host_state.update(service={})
     return [f for f in HOST_STATE_FIELDS if not hasattr(host_state, f)]
-
-
-def placement_fixture(test: Any) -> Any:
-    """The PlacementFixture of a Nova ``_IntegratedTestBase`` test.
-
-    ``nova/tests/functional/integrated_helpers.py``
-    ``_IntegratedTestBase.setUp`` keeps it as ``self.placement_fixture`` from
-    Nova 33 on; Nova 31 and 32 keep only ``self.placement``, the fixture's
-    ``PlacementApiClient``, whose ``fixture`` attribute is the fixture
-    (``nova/tests/functional/fixtures.py``). :class:`DrainFilters
-    <nova_drain_filters.fixtures.DrainFilters>` needs the fixture for its
-    ``endpoint`` and ``token``.
-    """
-    fixture = getattr(test, "placement_fixture", None)
-    if fixture is None:
-        fixture = test.placement.fixture
-    return fixture
-
-
-def config_fixture(conf: Any) -> Any:
-    """An oslo.config ``Config`` fixture that undoes only its own changes.
-
-    oslo.config's fixture resets the whole ``conf`` on clean-up
-    (``ConfigOpts.reset`` unsets every default and override). Inside a Nova
-    test that also drops what Nova's ``ConfFixture`` set
-    (``nova/tests/fixtures/conf.py``), among them ``manager_shutdown_timeout
-    = 0``. On Nova 33, ``ComputeManager.graceful_shutdown``
-    (``nova/compute/manager.py``) then sleeps the real default, 160 s, as
-    each compute stops: minutes per test. This one restores each override
-    it replaced, unregisters its options and leaves the rest alone.
-    """
-    import fixtures
-    from oslo_config import fixture as oslo_fixture
-
-    class OwnChangesConfig(oslo_fixture.Config):
-        def setUp(self) -> None:
-            # Not Config.setUp, which registers conf.reset.
-            fixtures.Fixture.setUp(self)
-            self._registered_config_opts = {}
-            self._default_config_files = getattr(
-                self.conf, "default_config_files", None)
-            self._default_config_dirs = getattr(
-                self.conf, "default_config_dirs", None)
-            self.addCleanup(self._reset_default_config_files)
-            self.addCleanup(self._reset_default_config_dirs)
-            self.addCleanup(self._unregister_config_opts)
-            # What reset() did first, without unsetting anyone's defaults:
-            # unregistering needs the parsed arguments gone.
-            self.addCleanup(self.conf.clear)
-
-        def config(self, **kw: Any) -> None:
-            group = kw.pop("group", None)
-            for name, value in kw.items():
-                info = self.conf._get_opt_info(name, group)
-                if "override" in info:
-                    self.addCleanup(self.conf.set_override, name,
-                                    info["override"], group)
-                else:
-                    self.addCleanup(self.conf.clear_override, name, group)
-                self.conf.set_override(name, value, group)
-
-    return OwnChangesConfig(conf)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -45,6 +45,7 @@ second step (``placement/handlers/allocation.py``
 between, the write succeeds, removes nothing, and both report ``deleted``.
 """
 import dataclasses
+import enum
 from collections.abc import Mapping
 from typing import Any
 
@@ -73,30 +74,62 @@ def reason_for(server: compute.Server | None,
                             f"on host {server.host} node {server.node}")
 
 
+class Outcome(enum.Enum):
+    """How clearing one consumer ended (the module's table)."""
+
+    DELETED = "deleted"
+    REWRITTEN = "rewritten"
+    ALREADY_GONE = "already gone"
+    SKIPPED = "skipped"
+    WOULD_DELETE = "would delete"
+    WOULD_REWRITE = "would rewrite"
+
+
+class Keep(enum.Enum):
+    """Why a consumer keeps its allocations (``Outcome.SKIPPED``)."""
+
+    #: A provider whose node is unknown, while the instance exists.
+    NODE_UNKNOWN = "node_unknown"
+    #: The instance has no node yet (it is being scheduled or built).
+    NO_NODE_YET = "no_node_yet"
+    #: The instance is moving between two nodes.
+    MOVING = "moving"
+    #: The instance is on the provider's node now.
+    ON_NODE = "on_node"
+    MIGRATION = "migration"
+    #: The allocations to drop differ from those first judged.
+    CHANGED = "changed"
+    #: A 409 on each of ``MAX_ATTEMPTS`` writes.
+    KEPT_CHANGING = "kept_changing"
+
+
+@dataclasses.dataclass(frozen=True)
+class Kept:
+    """A ``Keep`` reason and what it names: a provider, a status, a node,
+    or the providers that changed (comma-separated)."""
+
+    why: Keep
+    about: str = ""
+
+
 @dataclasses.dataclass(frozen=True)
 class ClearOutcome:
-    """What became of one consumer; ``str()`` is the CLI's Result cell.
+    """What became of one consumer; the CLI renders it as its Result cell.
 
-    ``result`` is one of the words in the module's table; ``error`` says why
-    (for ``skipped``); ``conflicts`` counts the 409s met on the way.
+    ``kept`` says why (for ``SKIPPED``); ``conflicts`` counts the 409s met
+    on the way; ``others`` is how many providers a rewrite left in place.
     """
 
     consumer: str
     providers: tuple[str, ...]
-    result: str
-    error: str | None = None
+    result: Outcome
+    kept: Kept | None = None
     conflicts: int = 0
-
-    def __str__(self) -> str:
-        notes = [self.error] if self.error else []
-        if self.conflicts:
-            notes.append(f"after {self.conflicts} consumer generation "
-                         f"conflict{'s' if self.conflicts > 1 else ''}")
-        return self.result + (f" ({'; '.join(notes)})" if notes else "")
+    others: int = 0
 
 
 def instance_keeps(server: compute.Server | None,
-                   drop: Mapping[str, str | None]) -> str | None:
+                   drop: Mapping[str, str | None]) -> Kept | None:
     """Why ``server`` keeps its allocations on ``drop``; None if it does not.
 
     A provider whose node is unknown (None) is never taken from an existing
@@ -106,12 +139,11 @@ def instance_keeps(server: compute.Server | None,
         return None
     for rp, node in sorted(drop.items()):
         if node is None:
-            return (f"no node known for provider {rp} to check the instance "
-                    "against")
+            return Kept(Keep.NODE_UNKNOWN, rp)
         if reason_for(server, node) is None:
-            return ("instance has no node yet" if not server.node else
-                    f"instance is {server.status}" if server.status in MOVING
-                    else f"instance is on {node} now")
+            return (Kept(Keep.NO_NODE_YET) if not server.node else
+                    Kept(Keep.MOVING, server.status)
+                    if server.status in MOVING else Kept(Keep.ON_NODE, node))
     return None
 
 
@@ -143,28 +175,29 @@ def clear_consumer(
     conflicts = 0
     refused: tuple[http.Conflict, Any] | None = None
 
-    def outcome(result: str, why: str | None = None) -> ClearOutcome:
-        return ClearOutcome(consumer, providers, result, why, conflicts)
+    def outcome(result: Outcome, kept: Kept | None = None,
+                others: int = 0) -> ClearOutcome:
+        return ClearOutcome(consumer, providers, result, kept, conflicts,
+                            others)
 
     for _attempt in range(MAX_ATTEMPTS):
         why = instance_keeps(compute.server(consumer), drop)
         if why:
-            return outcome("skipped", why)
+            return outcome(Outcome.SKIPPED, why)
         current = client.consumer_allocations(consumer)
         allocations = current.get("allocations") or {}
         if current.get("consumer_type") == "MIGRATION":
-            return outcome("skipped", "consumer is a migration")
+            return outcome(Outcome.SKIPPED, Kept(Keep.MIGRATION))
         dropping = _on(allocations, providers)
         if not dropping:
-            return outcome("already gone")
+            return outcome(Outcome.ALREADY_GONE)
         if judged is None:
             judged = dropping
         changed = sorted(rp for rp in dropping
                          if dropping[rp] != judged.get(rp))
         if changed:
-            return outcome("skipped", f"its allocations on "
-                           f"{', '.join(changed)} changed while clearing; "
-                           "run 'orphan list' again")
+            return outcome(Outcome.SKIPPED,
+                           Kept(Keep.CHANGED, ", ".join(changed)))
         generation = current.get("consumer_generation")
         if refused is not None and refused[1] == generation:
             # Nobody wrote the consumer: the 409 was about something else
@@ -172,7 +205,8 @@ def clear_consumer(
             raise refused[0]
         keep = {rp: a for rp, a in allocations.items() if rp not in drop}
         if dry_run:
-            return outcome("would rewrite" if keep else "would delete")
+            return outcome(Outcome.WOULD_REWRITE if keep
+                           else Outcome.WOULD_DELETE)
         try:
             if keep:
                 client.replace_consumer_allocations(consumer, keep, current)
@@ -183,6 +217,6 @@ def clear_consumer(
             refused = (exc, generation)
             continue
         if keep:
-            return outcome(f"rewritten, kept {len(keep)} provider(s)")
-        return outcome("deleted")
-    return outcome("skipped", "its allocations kept changing")
+            return outcome(Outcome.REWRITTEN, others=len(keep))
+        return outcome(Outcome.DELETED)
+    return outcome(Outcome.SKIPPED, Kept(Keep.KEPT_CHANGING))

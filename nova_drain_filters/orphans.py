@@ -36,15 +36,10 @@ from typing import Protocol
 from typing import TypeVar
 
 from nova_drain_filters import decisions
+from nova_drain_filters import orphan_clear
 from nova_drain_filters import stale
 from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import placement
-
-# The clear step lives in its own module; these names stay importable here.
-from nova_drain_filters.orphan_clear import MOVING as MOVING
-from nova_drain_filters.orphan_clear import ClearOutcome as ClearOutcome
-from nova_drain_filters.orphan_clear import clear_consumer as clear_consumer
-from nova_drain_filters.orphan_clear import reason_for as reason_for
 
 #: Provider allocation reads in flight at once.
 CONCURRENCY = 8
@@ -200,7 +195,7 @@ class Liveness:
         """None if the consumer is live on ``node`` (None: no node)."""
         if consumer in self.migration_ids or consumer in self.migrating:
             return None
-        return reason_for(self.servers.get(consumer), node)
+        return orphan_clear.reason_for(self.servers.get(consumer), node)
 
 
 def read_allocations(

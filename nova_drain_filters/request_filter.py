@@ -53,7 +53,6 @@ from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import nova_compat
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import placement
-from nova_drain_filters.filters import summary
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
@@ -295,6 +294,18 @@ class TraitGuard:
 
 _guard = TraitGuard()
 
+#: Takes each request's outcome: ``filters/summary.py`` ``record_prefilter``,
+#: wired by ``nova_drain_filters.filters`` when Nova loads it, so that this
+#: engine does not import the filters above it. None: nothing is recorded.
+Recorder = Callable[[Any, Outcome], None]
+_recorder: Recorder | None = None
+
+
+def set_recorder(recorder: Recorder | None) -> None:
+    """Send each request's outcome to ``recorder`` (None: to nothing)."""
+    global _recorder
+    _recorder = recorder
+
 
 def reset() -> None:
     """Forget what is known about placement (for tests)."""
@@ -310,7 +321,7 @@ def drain_traits_filter(ctxt: Any, request_spec: Any) -> bool:
     would turn into NoValidHost (``select_destinations`` maps
     ``RequestFilterFailed``), so on any error it leaves the request alone.
     What it forbade, or why it forbade nothing, goes to the request's
-    summary line (``filters/summary.py``).
+    summary line (``filters/summary.py``, through ``set_recorder``).
     """
     forbidden: frozenset[str] = frozenset()
     try:
@@ -328,7 +339,9 @@ def drain_traits_filter(ctxt: Any, request_spec: Any) -> bool:
         LOG.exception("drain_traits_filter failed; request left unchanged")
         forbidden = frozenset()
         outcome = Outcome(why=Skip.ERROR)
-    summary.record_prefilter(request_spec, outcome)
+    recorder = _recorder
+    if recorder is not None:
+        recorder(request_spec, outcome)
     if not forbidden:
         return False
     LOG.debug("drain_traits_filter forbade traits %(traits)s",

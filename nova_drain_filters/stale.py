@@ -13,8 +13,8 @@
 """Stale compute nodes and providers: what they are, and what clearing does.
 
 ``find_stale`` is a pure function over what Nova, placement and Ironic
-report; ``plan_clear`` turns its rows into actions that never touch what is
-still in use. The CLI gathers the facts and carries the actions out.
+report; ``plan_clear`` turns its rows into steps that never touch what is
+still in use. The CLI gathers the facts and carries the steps out.
 """
 import dataclasses
 import datetime
@@ -23,8 +23,6 @@ from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
-
-from oslo_utils import timeutils
 
 from nova_drain_filters import conf
 from nova_drain_filters import decisions
@@ -95,12 +93,8 @@ def _service_reasons(service: compute.Service | None,
                      now: datetime.datetime) -> list[decisions.Reason]:
     if service is None:
         return []
-    last = (timeutils.parse_isotime(service.updated_at)
-            if service.updated_at else None)
-    facts = decisions.ServiceFacts(
-        host=service.host, disabled=False, forced_down=service.forced_down,
-        is_up=service.state == "up" and not service.forced_down,
-        last_seen_up=last)
+    # Disabled is not stale: only a service that stopped reporting is.
+    facts = dataclasses.replace(service.facts, disabled=False)
     return decisions.service_reasons(facts, now)
 
 
@@ -159,7 +153,9 @@ def find_stale(
     return found
 
 
-class Step(str, enum.Enum):
+class Action(str, enum.Enum):
+    """The kind of a ``stale clear`` step; the values are its Step column."""
+
     DELETE_SERVICE = "delete compute service"
     DELETE_PROVIDER = "delete resource provider"
     DELETE_COMPUTE_NODE = "delete compute node record"
@@ -167,18 +163,42 @@ class Step(str, enum.Enum):
 
 
 @dataclasses.dataclass(frozen=True)
-class Action:
+class Step:
     """One thing ``stale clear`` will do, or will not do and why."""
 
-    step: Step
+    action: Action
     target: str
     detail: str
     records: tuple[str, ...] = ()
 
 
+class Outcome(enum.Enum):
+    """How a step's target ended; the CLI words it."""
+
+    #: The compute service, or the single compute node record.
+    DELETED = "deleted"
+    PROVIDER_DELETED = "provider deleted"
+    PROVIDER_GONE = "provider already gone"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cleared:
+    """What one carried-out step did."""
+
+    outcome: Outcome
+    #: A compute node record's provider: how it ended too.
+    provider: Outcome | None = None
+    #: Dead consumers whose allocations went before the provider.
+    consumers: int = 0
+    #: A deleted service's providers that Nova left behind.
+    left: tuple[str, ...] = ()
+    #: The deleted compute node record's host/node.
+    where: str = ""
+
+
 def plan_clear(records: Sequence[StaleRecord],
                hypervisors: Sequence[compute.Hypervisor],
-               live_consumers: Mapping[str, Sequence[str]]) -> list[Action]:
+               live_consumers: Mapping[str, Sequence[str]]) -> list[Step]:
     """What clearing the given records takes; never anything in use.
 
     :param live_consumers: for each stale provider, the consumers on it
@@ -194,7 +214,7 @@ def plan_clear(records: Sequence[StaleRecord],
       has no instances;
     * everything else is skipped, saying why.
     """
-    actions: list[Action] = []
+    steps: list[Step] = []
     stale_nodes = {r.uuid: r for r in records if r.kind == COMPUTE_NODE}
     nodes_by_service: dict[str, list[compute.Hypervisor]] = {}
     for hv in hypervisors:
@@ -212,13 +232,13 @@ def plan_clear(records: Sequence[StaleRecord],
         uuids = tuple(hv.uuid for hv in nodes)
         handled.update(uuids)
         if busy:
-            actions.append(Action(Step.SKIP, host,
+            steps.append(Step(Action.SKIP, host,
                                   f"service has {busy} instance(s)", uuids))
         elif live:
-            actions.append(Action(Step.SKIP, host,
+            steps.append(Step(Action.SKIP, host,
                                   f"in use by {', '.join(live)}", uuids))
         else:
-            actions.append(Action(Step.DELETE_SERVICE, service_id,
+            steps.append(Step(Action.DELETE_SERVICE, service_id,
                                   f"host {host}, {len(nodes)} node(s)", uuids))
     for record in records:
         if record.uuid in handled:
@@ -226,31 +246,31 @@ def plan_clear(records: Sequence[StaleRecord],
         live = list(live_consumers.get(record.uuid, ()))
         if record.kind == RESOURCE_PROVIDER:
             if live:
-                actions.append(Action(
-                    Step.SKIP, record.uuid,
+                steps.append(Step(
+                    Action.SKIP, record.uuid,
                     f"in use by {', '.join(sorted(live))}", (record.uuid,)))
             else:
-                actions.append(Action(Step.DELETE_PROVIDER, record.uuid,
+                steps.append(Step(Action.DELETE_PROVIDER, record.uuid,
                                       "no compute node", (record.uuid,)))
         elif record.instances or live:
-            actions.append(Action(
-                Step.SKIP, record.uuid,
+            steps.append(Step(
+                Action.SKIP, record.uuid,
                 f"node {record.node} has {record.instances} instance(s)"
                 f" and {len(live)} live consumer(s)", (record.uuid,)))
         elif record.codes & _SERVICE_GONE:
-            actions.append(Action(
-                Step.SKIP, record.uuid,
+            steps.append(Step(
+                Action.SKIP, record.uuid,
                 "its service is down: clear all of the service's nodes "
                 "together (or --all) to delete the service",
                 (record.uuid,)))
         elif not record.codes & _RECORD_GONE:
-            actions.append(Action(
-                Step.SKIP, record.uuid,
+            steps.append(Step(
+                Action.SKIP, record.uuid,
                 "its service is alive and still reports it: "
                 + decisions.summarize(record.reasons), (record.uuid,)))
         else:
-            actions.append(Action(
-                Step.DELETE_COMPUTE_NODE, record.uuid,
+            steps.append(Step(
+                Action.DELETE_COMPUTE_NODE, record.uuid,
                 f"host {record.host} node {record.node}: "
                 + decisions.summarize(record.reasons), (record.uuid,)))
-    return actions
+    return steps

@@ -78,7 +78,7 @@ class Action(str, enum.Enum):
 
 
 @dataclasses.dataclass(frozen=True)
-class Change:
+class Step:
     """One trait to add to or remove from a provider or an Ironic node."""
 
     target: Target
@@ -90,7 +90,7 @@ class Change:
 
 @dataclasses.dataclass(frozen=True)
 class Failure:
-    change: Change
+    step: Step
     error: str
 
 
@@ -98,7 +98,7 @@ class Failure:
 class SyncResult:
     """What a run changed (or, in a dry run, would change) and what failed."""
 
-    changes: list[Change] = dataclasses.field(default_factory=list)
+    changes: list[Step] = dataclasses.field(default_factory=list)
     failures: list[Failure] = dataclasses.field(default_factory=list)
     nodes: int = 0
     #: None when the cloud has no Ironic.
@@ -111,11 +111,11 @@ class SyncResult:
 
 
 def _diff(target: Target, uuid: str, trait: str, want: bool, have: bool,
-          why: str) -> list[Change]:
+          why: str) -> list[Step]:
     if want and not have:
-        return [Change(target, uuid, trait, Action.ADD, why)]
+        return [Step(target, uuid, trait, Action.ADD, why)]
     if have and not want:
-        return [Change(target, uuid, trait, Action.REMOVE, "usable again")]
+        return [Step(target, uuid, trait, Action.REMOVE, "usable again")]
     return []
 
 
@@ -136,7 +136,7 @@ def plan(
     nodes: Sequence[decisions.NodeFacts],
     ironic_nodes: Mapping[str, decisions.IronicNodeFacts] | None,
     placement_traits: Mapping[str, set[str]],
-) -> list[Change]:
+) -> list[Step]:
     """Compute the changes; a pure function of the three inputs.
 
     :param nodes: Nova's compute node records, listed *before* Ironic's
@@ -147,7 +147,7 @@ def plan(
     :param placement_traits: for each managed trait, the providers that
         carry it now.
     """
-    changes: list[Change] = []
+    changes: list[Step] = []
     bm = traits.BAREMETAL_UNAVAILABLE
     unavailable = {}
     for uuid, bm_node in sorted((ironic_nodes or {}).items()):
@@ -254,9 +254,9 @@ class TraitSync:
             self._apply(change, self._apply_ironic, result)
         # Where Ironic refused, changing placement alone would flip back on
         # the driver's next periodic: leave it for the next run.
-        ironic_failed = {(f.change.uuid, f.change.trait)
+        ironic_failed = {(f.step.uuid, f.step.trait)
                          for f in result.failures}
-        by_provider: dict[str, list[Change]] = {}
+        by_provider: dict[str, list[Step]] = {}
         for change in changes:
             if change.target is not Target.PLACEMENT:
                 continue
@@ -282,22 +282,22 @@ class TraitSync:
     def _requests_since(self, before: int) -> int:
         return self._requests() - before
 
-    def _apply(self, change: Change, apply: Callable[[Change], None],
+    def _apply(self, step: Step, apply: Callable[[Step], None],
                result: SyncResult) -> None:
         try:
-            apply(change)
-            result.changes.append(change)
+            apply(step)
+            result.changes.append(step)
         except http.ApiError as exc:
-            result.failures.append(Failure(change, str(exc)))
+            result.failures.append(Failure(step, str(exc)))
 
-    def _apply_ironic(self, change: Change) -> None:
+    def _apply_ironic(self, step: Step) -> None:
         assert self.ironic is not None  # plan() makes no Ironic change then
         for attempt in range(IRONIC_LOCK_RETRIES + 1):
             try:
-                if change.action is Action.ADD:
-                    self.ironic.add_trait(change.uuid, change.trait)
+                if step.action is Action.ADD:
+                    self.ironic.add_trait(step.uuid, step.trait)
                 else:
-                    self.ironic.remove_trait(change.uuid, change.trait)
+                    self.ironic.remove_trait(step.uuid, step.trait)
                 return
             except http.ApiError as exc:
                 if (exc.status not in IRONIC_TRANSIENT_STATUSES

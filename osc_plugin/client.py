@@ -27,6 +27,7 @@ from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import ironic
 from nova_drain_filters.clients import placement
 from nova_drain_filters.clients import server_moves
+from nova_drain_filters.ironic_view import credentials as ironic_credentials
 
 LOG = logging.getLogger(__name__)
 
@@ -102,13 +103,13 @@ class DrainClient:
     def token_scope(self) -> str | None:
         """Why the token may not see every Ironic node, or None.
 
-        Ironic's default policy (``ironic/common/policy.py``,
-        ``baremetal:node:list_all`` is ``SYSTEM_READER``; the API falls back
-        to ``baremetal:node:list`` filtered by owner or lessee) lists every
-        node only to a system-scoped reader or the ``service`` role. A
-        project admin sees every node only where the legacy policy is still
-        in force. None when the token is system-scoped, has the service
-        role, or cannot be inspected (the listing's counts still decide).
+        The rule is the scheduler's (``ironic_view.credentials.scope_problem``,
+        after Ironic's ``baremetal:node:list_all`` default, ``SYSTEM_READER``
+        in ``ironic/common/policy.py``): a system-scoped token with the
+        reader role, or any token with the service role, lists every node;
+        anyone else gets the nodes their project owns or leases. Only the
+        words are the CLI's. None when the token cannot be inspected (the
+        listing's counts still decide).
         """
         auth = getattr(self.session, "auth", None)
         get_access = getattr(auth, "get_access", None) or getattr(
@@ -120,15 +121,18 @@ class DrainClient:
         except ks_exc.ClientException as exc:
             LOG.debug("cannot inspect the token: %s", exc)
             return None
-        if access is None or getattr(access, "system_scoped", False):
+        if access is None or ironic_credentials.scope_problem(access) is None:
             return None
-        roles = set(getattr(access, "role_names", None) or ())
-        if "service" in roles:
-            return None
+        roles = ", ".join(sorted(getattr(access, "role_names", None) or ())
+                          ) or "none"
+        if getattr(access, "system_scoped", False):
+            return (f"the token is system-scoped but its roles ({roles}) do "
+                    "not include reader: by Ironic's default policy listing "
+                    "every node needs the reader (or service) role")
         project = getattr(access, "project_name", None) or getattr(
             access, "project_id", None)
         return (f"the token is scoped to project {project} (roles: "
-                f"{', '.join(sorted(roles)) or 'none'}); by Ironic's default "
+                f"{roles}); by Ironic's default "
                 "policy it lists only the nodes that project owns or leases: "
                 "use a system-scoped token (--os-system-scope all)")
 

@@ -34,9 +34,9 @@ from oslo_concurrency import lockutils  # noqa: F401  registers lock_path
 from oslo_config import cfg
 
 from nova_drain_filters import conf as drain_conf
-from nova_drain_filters import ironic_events
 from nova_drain_filters import ironic_view
 from nova_drain_filters.clients import ironic
+from nova_drain_filters.ironic_view import events
 
 CONF = cfg.CONF
 
@@ -59,9 +59,9 @@ def main(transport_url: str, ironic_url: str, lock_path: str,
 
     out = open(out_path, "a", buffering=1)
     lock = threading.Lock()
-    original = ironic_events.EventListener.on_event
+    original = events.EventListener.on_event
 
-    def on_event(self: ironic_events.EventListener, event_type: Any,
+    def on_event(self: events.EventListener, event_type: Any,
                  payload: Any) -> None:
         data = (payload or {}).get("ironic_object.data") or {}
         with lock:
@@ -69,7 +69,7 @@ def main(transport_url: str, ironic_url: str, lock_path: str,
                                   "node": data.get("uuid")}) + "\n")
         original(self, event_type, payload)
 
-    ironic_events.EventListener.on_event = on_event  # type: ignore[method-assign]
+    events.EventListener.on_event = on_event  # type: ignore[method-assign]
     view = ironic_view.IronicView(client)
     view.ensure_running()
     listener = view._events

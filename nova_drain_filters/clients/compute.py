@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from typing import Any
 from urllib import parse
 
+from oslo_utils import timeutils
+
 from nova_drain_filters import decisions
 from nova_drain_filters.clients import http
 
@@ -30,7 +32,6 @@ COMPUTE_VERSION = "2.59"
 #: The last version with ``os-hosts`` (removed in 2.43).
 HOSTS_VERSION = "2.42"
 PAGE_SIZE = 1000
-MAX_PAGES = 100_000
 
 #: Migration statuses after which the migration holds no allocation.
 MIGRATION_DONE = frozenset({
@@ -70,6 +71,22 @@ class Service:
     forced_down: bool
     disabled_reason: str | None
     updated_at: str | None
+
+    @property
+    def facts(self) -> decisions.ServiceFacts:
+        """The record as the decisions (and a drain) see it.
+
+        Up means reported up and not forced down, as Nova's servicegroup
+        API counts it (``nova/servicegroup/api.py`` ``service_is_up``).
+        """
+        return decisions.ServiceFacts(
+            host=self.host, disabled=self.status == "disabled",
+            forced_down=self.forced_down,
+            is_up=self.state == "up" and not self.forced_down,
+            disabled_reason=self.disabled_reason,
+            last_seen_up=(timeutils.parse_isotime(self.updated_at)
+                          if self.updated_at else None),
+            uuid=self.uuid)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,25 +149,21 @@ class ComputeClient(http.ServiceClient):
     def _pages(self, path: str, key: str,
                params: dict[str, str] | None = None,
                microversion: str = COMPUTE_VERSION) -> Iterator[Any]:
-        marker: str | None = None
-        for _ in range(MAX_PAGES):
-            query = dict(params or {}, limit=str(PAGE_SIZE))
-            if marker:
-                query["marker"] = marker
-            body = self.get(f"{path}?{parse.urlencode(query)}",
-                            microversion=microversion)
-            items = body.get(key) or []
-            yield from items
+        """Every item of a Nova list, following its ``<key>_links`` next."""
+        def items(body: Any, url: str) -> list[Any]:
+            return list(body.get(key) or [])
+
+        def next_marker(body: Any, found: list[Any]) -> str | None:
             links = body.get(f"{key}_links") or []
-            if not items or not any(link.get("rel") == "next"
-                                    for link in links):
-                return
-            new_marker = str(items[-1].get("uuid") or items[-1].get("id"))
-            if new_marker == marker:
-                raise http.ApiError(self.service, "GET", path, 200,
-                                    "pagination marker did not advance")
-            marker = new_marker
-        raise http.ApiError(self.service, "GET", path, 200, "too many pages")
+            if not any(link.get("rel") == "next" for link in links):
+                return None
+            return str(found[-1].get("uuid") or found[-1].get("id"))
+
+        for page in self.pages(
+                path, dict(params or {}, limit=str(PAGE_SIZE)),
+                microversion=microversion, items=items,
+                next_marker=next_marker):
+            yield from page
 
     def hypervisors(self) -> list[Hypervisor]:
         """Every compute node record, with its service's host and state."""

@@ -23,8 +23,12 @@ never a ``json`` traceback from an HTML error page.
 import html
 import json
 import re
+from collections.abc import Callable
+from collections.abc import Iterator
 from collections.abc import Mapping
 from typing import Any
+from typing import TypeVar
+from urllib import parse
 
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import discover
@@ -35,6 +39,10 @@ from oslo_config import cfg
 _TAGS = re.compile(r"<[^>]+>")
 _SPACE = re.compile(r"\s+")
 MAX_MESSAGE = 300
+#: A broken server that keeps linking a next page must not loop us forever.
+MAX_PAGES = 100_000
+
+T = TypeVar("T")
 
 
 class ApiError(Exception):
@@ -302,6 +310,41 @@ class ServiceClient:
     def get(self, url: str, *, microversion: str) -> Any:
         """GET and return the decoded JSON body."""
         return self.request("GET", url, microversion=microversion)[1]
+
+    def pages(
+        self,
+        path: str,
+        params: Mapping[str, str],
+        *,
+        microversion: str,
+        items: Callable[[Any, str], list[T]],
+        next_marker: Callable[[Any, list[T]], str | None],
+    ) -> Iterator[list[T]]:
+        """GET a ``limit``/``marker`` paginated list, yielding each page.
+
+        ``items(body, url)`` turns one page's body into its items (raising
+        ApiError on a malformed one); ``next_marker(body, items)`` is the
+        marker of the next page, None when the service links none. An
+        empty page ends the list whatever it links. A marker that does not
+        advance, or more than ``MAX_PAGES`` pages, is an ApiError: a
+        broken server must not loop us forever.
+        """
+        marker: str | None = None
+        for _page in range(MAX_PAGES):
+            query = dict(params, **({"marker": marker} if marker else {}))
+            url = f"{path}?{parse.urlencode(query)}"
+            body = self.get(url, microversion=microversion)
+            found = items(body, url)
+            yield found
+            new_marker = next_marker(body, found) if found else None
+            if new_marker is None:
+                return
+            if new_marker == marker:
+                raise ApiError(self.service, "GET", url, 200,
+                               "pagination marker did not advance")
+            marker = new_marker
+        raise ApiError(self.service, "GET", path, 200,
+                       f"too many pages (more than {MAX_PAGES})")
 
 
 def request_id_of(resp: Any) -> str | None:

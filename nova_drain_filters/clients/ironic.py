@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 from urllib import parse
 
+from oslo_config import cfg
+
 from nova_drain_filters import decisions
 from nova_drain_filters.clients import http
 
@@ -31,9 +33,6 @@ NODE_FIELDS = (
     "maintenance_reason", "retired", "retired_reason", "fault",
     "instance_uuid", "traits",
 )
-
-#: A broken server that keeps sending "next" must not loop us forever.
-MAX_PAGES = 100_000
 
 #: Read timeout, in seconds, of the scheduler's Ironic requests when
 #: ``[ironic] timeout`` is unset (keystoneauth then waits forever). One page
@@ -99,26 +98,21 @@ class IronicClient(http.ServiceClient):
         that link's presence, not our own page size. Raises ApiError on a
         malformed page.
         """
-        marker: str | None = None
-        query = {"fields": ",".join(NODE_FIELDS), "limit": str(page_size)}
-        for _page in range(MAX_PAGES):
-            params = dict(query, **({"marker": marker} if marker else {}))
-            url = "/v1/nodes?" + parse.urlencode(params)
-            body = self.get(url, microversion=IRONIC_VERSION)
+        def items(body: Any, url: str) -> list[decisions.IronicNodeFacts]:
             try:
-                nodes = [node_facts(n) for n in body["nodes"]]
+                return [node_facts(n) for n in body["nodes"]]
             except (TypeError, KeyError, AttributeError) as exc:
                 raise http.ApiError(self.service, "GET", url, 200,
                                     f"malformed node list: {exc!r}") from None
-            yield nodes
-            if not nodes or not body.get("next"):
-                return
-            if nodes[-1].uuid == marker:
-                raise http.ApiError(self.service, "GET", url, 200,
-                                    "pagination marker did not advance")
-            marker = nodes[-1].uuid
-        raise http.ApiError(self.service, "GET", "/v1/nodes", 200,
-                            f"more than {MAX_PAGES} pages")
+
+        def next_marker(body: Any, nodes: list[decisions.IronicNodeFacts]
+                        ) -> str | None:
+            return nodes[-1].uuid if body.get("next") else None
+
+        return self.pages(
+            "/v1/nodes", {"fields": ",".join(NODE_FIELDS),
+                          "limit": str(page_size)},
+            microversion=IRONIC_VERSION, items=items, next_marker=next_marker)
 
     def list_nodes(self, page_size: int) -> list[decisions.IronicNodeFacts]:
         """Every node, in as few requests as the page size allows."""
@@ -174,3 +168,11 @@ class IronicClient(http.ServiceClient):
         except http.NotFound:
             if trait in self.node_traits(node_uuid):
                 raise  # put back in between: report the removal as failed
+
+
+def from_conf(conf: cfg.ConfigOpts | None = None) -> IronicClient:
+    """The scheduler's client, from the ``[ironic]`` section Nova's Ironic
+    driver reads (``nova/conf/ironic.py``), with ``DEFAULT_READ_TIMEOUT``."""
+    return IronicClient(
+        http.adapter_from_conf(conf or cfg.CONF, "ironic", "baremetal"),
+        default_timeout=DEFAULT_READ_TIMEOUT)

@@ -23,6 +23,10 @@ TRAITS_VERSION = "1.6"
 ALLOCATIONS_VERSION = "1.38"
 #: 1.14: providers show their root and parent.
 PROVIDERS_VERSION = "1.14"
+#: 1.18: ``GET /resource_providers?required=<traits>``.
+REQUIRED_TRAITS_VERSION = "1.18"
+#: ``GET /resource_providers/{uuid}/allocations``: unchanged since 1.0.
+PROVIDER_ALLOCATIONS_VERSION = "1.0"
 
 #: How often a provider trait update is retried after a generation conflict.
 MAX_CONFLICT_RETRIES = 5
@@ -122,13 +126,13 @@ class PlacementClient(http.ServiceClient):
         version = PROVIDERS_VERSION
         if required:
             url += f"?required={required}"
-            version = "1.18"
+            version = REQUIRED_TRAITS_VERSION
         return list(self.get(url, microversion=version)["resource_providers"])
 
     def provider_allocations(self, rp_uuid: str) -> dict[str, dict[str, int]]:
         """{consumer: {resource class: amount}} on one provider."""
         body = self.get(f"/resource_providers/{rp_uuid}/allocations",
-                        microversion="1.0")
+                        microversion=PROVIDER_ALLOCATIONS_VERSION)
         return {consumer: dict(alloc.get("resources", {}))
                 for consumer, alloc in body.get("allocations", {}).items()}
 

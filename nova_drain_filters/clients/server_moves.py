@@ -160,7 +160,7 @@ class MoveClient(compute.ComputeClient):
         (``server_groups.py`` ``index`` pages by limit and offset; the
         server detail list never shows a server's groups)."""
         found: list[ServerGroup] = []
-        for _ in range(compute.MAX_PAGES):
+        for _ in range(http.MAX_PAGES):
             query = parse.urlencode({"all_projects": "True", "limit":
                                      compute.PAGE_SIZE, "offset": len(found)})
             page = self.get(f"/os-server-groups?{query}",

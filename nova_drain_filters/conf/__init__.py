@@ -76,7 +76,3 @@ def _all_opts() -> Iterable[cfg.Opt]:
 def validate(conf: cfg.ConfigOpts) -> None:
     """Raise ConfigError naming the first bad option (``validation``)."""
     validation.validate(conf, GROUP, _all_opts())
-
-
-#: For tests and callers that check one value by its declaration.
-_check_value = validation.check_value

@@ -12,7 +12,7 @@
 
 """Options of event mode: Ironic's notifications keep the view current.
 
-Read by ``nova_drain_filters/ironic_events.py``.
+Read by ``nova_drain_filters/ironic_view/events.py``.
 """
 
 from oslo_config import cfg

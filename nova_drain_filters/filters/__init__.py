@@ -23,7 +23,7 @@ It also starts the Ironic view's refresher when BaremetalAvailabilityFilter
 is enabled and ``[ironic]`` is configured, so that the first request after
 a start finds a listing (or waits for it, ``[drain_filters]
 baremetal_startup_wait``); forked workers
-restart it themselves (``nova_drain_filters/ironic_refresher.py``).
+restart it themselves (``nova_drain_filters/ironic_view/refresher.py``).
 Otherwise the cloud may have no Ironic: the refresher then starts with the
 first request that offers an Ironic node, which waits for its listing.
 """
@@ -49,6 +49,7 @@ FILTER_CLASSES = (
     BaremetalAvailabilityFilter,
 )
 summary.OUR_FILTERS.update(cls.__name__ for cls in FILTER_CLASSES)
+request_filter.set_recorder(summary.record_prefilter)
 
 __all__ = [cls.__name__ for cls in FILTER_CLASSES] + ["all_filters"]
 

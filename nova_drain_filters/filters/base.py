@@ -18,9 +18,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
-from nova import servicegroup
 from nova.scheduler import filters
-from nova.servicegroup.drivers import db as servicegroup_db
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
@@ -82,16 +80,21 @@ def plain(mapping: Any) -> Any:
     return getattr(mapping, "data", mapping)
 
 
-#: Nova's own methods, as imported: if a test (or anything) replaced one,
+#: Nova's own classes and methods, as imported (None where this Nova lacks
+#: them, see nova_compat.INTERNALS): if a test (or anything) replaced one,
 #: UpCheck asks Nova on every call instead of taking its shortcut.
-_NOVA_SERVICE_IS_UP = servicegroup.API.service_is_up
-_DB_IS_UP = servicegroup_db.DbDriver.is_up
+_DB_DRIVER = nova_compat.servicegroup_db_driver()
+_NOVA_SERVICE_IS_UP = getattr(nova_compat.servicegroup_api_class(),
+                              "service_is_up", None)
+_DB_IS_UP = getattr(_DB_DRIVER, "is_up", None)
 
 
 def _is_nova_db_check(api: Any) -> bool:
+    if _DB_DRIVER is None or _NOVA_SERVICE_IS_UP is None or _DB_IS_UP is None:
+        return False
     driver: Any = getattr(api, "_driver", None)
     return (getattr(api.service_is_up, "__func__", None) is _NOVA_SERVICE_IS_UP
-            and type(driver) is servicegroup_db.DbDriver
+            and type(driver) is _DB_DRIVER
             and getattr(driver.is_up, "__func__", None) is _DB_IS_UP)
 
 

@@ -10,15 +10,21 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""What every drain command shares: errors, confirmation, progress, exit codes."""
+"""What every drain command shares: arguments, errors, progress, exit codes."""
 import argparse
 import contextlib
 import sys
+import typing
 import uuid
+from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Iterator
 from typing import Any
+from typing import TypeVar
 
+from cliff import app as cliff_app
 from osc_lib import exceptions
+from osc_lib import shell as osc_shell
 from osc_lib.command import command
 from oslo_utils import uuidutils
 
@@ -34,14 +40,20 @@ FOUND_EXIT = 3
 #: The CLI's default for both fractions: the option's default.
 DEFAULT_FRACTION = stale.DEFAULT_MAX_MISSING_FRACTION
 
+T = TypeVar("T")
 
-def drain_client(app: Any) -> drain_client_mod.DrainClient:
+
+def drain_client(app: cliff_app.App) -> drain_client_mod.DrainClient:
     """The plugin's client that openstackclient built (see plugin.py)."""
-    manager: Any = app.client_manager
-    return manager.drain
+    # The App is openstackclient's shell (osc_lib/shell.py OpenStackShell),
+    # whose ClientManager gets one attribute per plugin, set at run time
+    # (openstackclient/common/clientmanager.py get_plugin_modules).
+    manager: Any = typing.cast(osc_shell.OpenStackShell, app).client_manager
+    client: drain_client_mod.DrainClient = manager.drain
+    return client
 
 
-def uuid_arg(what: str) -> Any:
+def uuid_arg(what: str) -> Callable[[str], str]:
     """An argparse type that accepts only a UUID, naming ``what`` if not."""
     def check(value: str) -> str:
         if not uuidutils.is_uuid_like(value):
@@ -50,21 +62,29 @@ def uuid_arg(what: str) -> Any:
     return check
 
 
-def int_arg(what: str, low: int, high: int) -> Any:
-    """An argparse type for an integer from ``low`` to ``high``."""
+def int_arg(what: str, low: int,
+            high: int | None = None) -> Callable[[str], int]:
+    """An argparse type for an integer from ``low`` to ``high`` (or up)."""
     def check(value: str) -> int:
         try:
             number = int(value)
         except ValueError:
             number = low - 1
-        if not low <= number <= high:
+        if number < low or (high is not None and number > high):
+            bounds = (f"from {low} to {high}" if high is not None
+                      else f"of {low} or more")
             raise argparse.ArgumentTypeError(
-                f"{what} {value!r}: must be an integer from {low} to {high}")
+                f"{what} {value!r}: must be an integer {bounds}")
         return number
     return check
 
 
-def fraction_arg(what: str) -> Any:
+def unique(items: Iterable[T]) -> list[T]:
+    """Each item once, in the order given: ``host start c1 c1`` acts once."""
+    return list(dict.fromkeys(items))
+
+
+def fraction_arg(what: str) -> Callable[[str], float]:
     """An argparse type for a fraction from 0.0 to 1.0."""
     def check(value: str) -> float:
         try:
@@ -98,7 +118,7 @@ def add_missing_fraction_option(parser: argparse.ArgumentParser,
              "[drain_filters] ironic_missing_max_fraction)")
 
 
-def untrusted(client: Any, verdict: decisions.ListingVerdict,
+def untrusted(client: drain_client_mod.DrainClient, verdict: decisions.ListingVerdict,
               fraction: float) -> str:
     """Why an Ironic listing is not believed, and what to do about it."""
     scope = client.token_scope()
@@ -171,71 +191,3 @@ class DrainLister(command.Lister):
             return FOUND_EXIT
         return rc
 
-
-class ClearCommand(command.Lister):
-    """Shows its plan, asks, acts, and reports every failure at the end."""
-
-    failures: list[str]
-    #: Whether ``confirm`` is given a disruption budget, so the command
-    #: takes ``--max-fraction``. The drain commands act only on the hosts
-    #: and nodes named on their command line, and take no budget.
-    budgeted = True
-
-    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
-        parser = super().get_parser(prog_name)
-        parser.add_argument("--dry-run", action="store_true",
-                            help="print the plan on stderr and change "
-                                 "nothing")
-        parser.add_argument("--yes", action="store_true",
-                            help="do not ask before carrying out the plan "
-                                 "(needed when stdin is not a terminal)")
-        if self.budgeted:
-            parser.add_argument(
-                "--max-fraction", metavar="<fraction>",
-                type=fraction_arg("--max-fraction"), default=DEFAULT_FRACTION,
-                help="refuse a plan that touches more than this share of "
-                     f"the cloud's compute nodes (default {DEFAULT_FRACTION}"
-                     "; a plan that touches one is always allowed)")
-        return parser
-
-    def confirm(self, parsed_args: argparse.Namespace, plan: list[str],
-                budget: tuple[int, int, str] | None = None) -> bool:
-        """Print the plan on stderr; True to go ahead.
-
-        :param budget: (records the plan touches, records in the cloud, what
-            they are) for ``check_budget``: a plan over budget is refused
-            (a dry run only says so).
-        """
-        if not plan:
-            return False
-        stderr = self.app.stderr
-        stderr.write("Plan:\n" + "".join(f"  {line}\n" for line in plan))
-        stderr.flush()
-        if budget is not None:
-            try:
-                check_budget(*budget, parsed_args.max_fraction)
-            except exceptions.CommandError as exc:
-                if not parsed_args.dry_run:
-                    raise
-                stderr.write(f"A run without --dry-run would stop: {exc}\n")
-        if parsed_args.dry_run:
-            return False
-        if parsed_args.yes:
-            return True
-        if not self.app.stdin.isatty():
-            raise exceptions.CommandError(
-                "refusing to change anything without a terminal to ask on: "
-                "pass --yes, or --dry-run to see the plan")
-        stderr.write(f"Carry out these {len(plan)} step(s)? [y/N] ")
-        stderr.flush()
-        return self.app.stdin.readline().strip().lower() in ("y", "yes")
-
-    def run(self, parsed_args: argparse.Namespace) -> int:
-        self.failures = []
-        rc = super().run(parsed_args)
-        for failure in self.failures:
-            self.app.stderr.write(f"failed: {failure}\n")
-        if self.failures:
-            self.app.stderr.write(f"{len(self.failures)} step(s) failed\n")
-            return 1
-        return rc

@@ -15,17 +15,21 @@
 The decisions are in :mod:`nova_drain_filters.drain`; this module only reads
 Nova, placement and Ironic into its facts and performs its steps.
 """
+import argparse
 import dataclasses
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
-from typing import Any
+from typing import ClassVar
 
 from nova_drain_filters import decisions
 from nova_drain_filters import drain
 from nova_drain_filters import orphans
 from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import http
+from osc_plugin import client as drain_client
+from osc_plugin.v1 import planned
+from osc_plugin.v1 import results
 
 COLUMNS = ("Host", "Step", "Target", "Result")
 Row = tuple[str, ...]
@@ -43,7 +47,7 @@ class Gathered:
     has_ironic: bool
 
 
-def marked_providers(client: Any) -> set[str]:
+def marked_providers(client: drain_client.DrainClient) -> set[str]:
     """Providers carrying the mark (one request, two if the trait exists).
 
     Placement answers 400 to ``required`` naming a trait it never saw.
@@ -54,16 +58,8 @@ def marked_providers(client: Any) -> set[str]:
         required=drain.MARK)}
 
 
-def _service(service: compute.Service | None) -> drain.ServiceState | None:
-    if service is None:
-        return None
-    return drain.ServiceState(
-        uuid=service.uuid, disabled=service.status == "disabled",
-        disabled_reason=service.disabled_reason,
-        reports=service.state == "up" and not service.forced_down)
-
-
-def gather_hosts(client: Any, hosts: Sequence[str] | None) -> Gathered:
+def gather_hosts(client: drain_client.DrainClient,
+                 hosts: Sequence[str] | None) -> Gathered:
     """Facts for ``hosts``, or for every host that is not Active.
 
     Requests: the service list, hypervisor pages, the provider list, the
@@ -92,7 +88,9 @@ def gather_hosts(client: Any, hosts: Sequence[str] | None) -> Gathered:
                          if drain.MARK in n.traits}
     found: dict[str, drain.HostFacts] = {}
     for host in names:
-        found[host] = drain.HostFacts(host, _service(services.get(host)), tuple(
+        service = services.get(host)
+        facts = None if service is None else service.facts
+        found[host] = drain.HostFacts(host, facts, tuple(
             drain.NodeMark(
                 uuid=hv.uuid, name=hv.hypervisor_hostname,
                 ironic=decisions.is_ironic(hv.hypervisor_type),
@@ -113,8 +111,8 @@ def gather_hosts(client: Any, hosts: Sequence[str] | None) -> Gathered:
     return Gathered(found, providers, has_ironic)
 
 
-def _load(client: Any, hosts: Sequence[str], providers: dict[str, list[str]],
-          bulk: bool) -> dict[str, Load]:
+def _load(client: drain_client.DrainClient, hosts: Sequence[str],
+          providers: dict[str, list[str]], bulk: bool) -> dict[str, Load]:
     """Servers, migrations and consumers of each host."""
     if not hosts:
         return {}
@@ -126,7 +124,7 @@ def _load(client: Any, hosts: Sequence[str], providers: dict[str, list[str]],
             if s.host in servers:
                 servers[s.host].append(s.uuid)
         for m in nova.migrations_in_progress():
-            for h in {m.source_compute, m.dest_compute} & set(hosts):
+            for h in set(hosts) & {m.source_compute, m.dest_compute}:
                 migrations[h].append(m.uuid)
     else:
         for h in hosts:
@@ -142,7 +140,7 @@ def _load(client: Any, hosts: Sequence[str], providers: dict[str, list[str]],
     return load
 
 
-def gather_nodes(client: Any, idents: Sequence[str]
+def gather_nodes(client: drain_client.DrainClient, idents: Sequence[str]
                  ) -> tuple[list[drain.BaremetalFacts], list[str]]:
     """Facts for Ironic nodes by UUID or name; and the idents not found."""
     found, unknown = [], []
@@ -169,7 +167,8 @@ def gather_nodes(client: Any, idents: Sequence[str]
     return found, unknown
 
 
-def carry_out(client: Any, step: drain.Step) -> str:
+def carry_out(client: drain_client.DrainClient,
+              step: drain.Step) -> drain.Outcome:
     """Perform one step; raise http.ApiError if the API refuses."""
     action = step.action
     if action is drain.Action.MARK_NODE:
@@ -190,17 +189,18 @@ def carry_out(client: Any, step: drain.Step) -> str:
         # disabled it again for their own reason since we looked.
         now = [s for s in client.nova.services(step.host)
                if s.uuid == step.target]
-        state = _service(now[0] if now else None)
-        if state is None or not state.ours:
-            return "left disabled: no longer disabled by a drain"
+        if not now or not drain.ours(now[0].facts):
+            return drain.Outcome.LEFT_DISABLED
         client.nova.update_service(step.target, disabled=False)
     elif action is drain.Action.DELETE_SERVICE:
         client.nova.delete_service(step.target)
-    return "done"
+    return drain.Outcome.DONE
 
 
-def row(step: drain.Step, result: str) -> Row:
-    return (step.host, step.action.value, step.target, result)
+def row(step: drain.Step, result: str | drain.Outcome) -> Row:
+    """The step's row; an outcome in the words of ``results.drained``."""
+    text = result if isinstance(result, str) else results.drained(result)
+    return (step.host, step.action.value, step.target, text)
 
 
 def failure(step: drain.Step, exc: Exception) -> str:
@@ -209,10 +209,11 @@ def failure(step: drain.Step, exc: Exception) -> str:
 
 
 #: run_all_or_nothing or run_each.
-Runner = Callable[[Any, Iterable[drain.Step]], tuple[list[Row], list[str]]]
+Runner = Callable[[drain_client.DrainClient, Iterable[drain.Step]],
+                  tuple[list[Row], list[str]]]
 
 
-def run_all_or_nothing(client: Any, steps: Iterable[drain.Step]
+def run_all_or_nothing(client: drain_client.DrainClient, steps: Iterable[drain.Step]
                        ) -> tuple[list[Row], list[str]]:
     """Carry out steps; on the first failure undo the ones done, newest
     first. Returns the rows and the failures (the cause first)."""
@@ -222,15 +223,15 @@ def run_all_or_nothing(client: Any, steps: Iterable[drain.Step]
         try:
             carry_out(client, step)
         except http.ApiError as exc:
-            rows.append(row(step, "failed"))
+            rows.append(row(step, drain.Outcome.FAILED))
             failures = [failure(step, exc)]
             for prior in reversed(done):
                 back = drain.undo(prior)
                 try:
                     carry_out(client, back)
-                    rows.append(row(back, "rolled back"))
+                    rows.append(row(back, drain.Outcome.ROLLED_BACK))
                 except http.ApiError as undo_exc:
-                    rows.append(row(back, "rollback failed"))
+                    rows.append(row(back, drain.Outcome.ROLLBACK_FAILED))
                     failures.append("rollback " + failure(back, undo_exc))
             touched = sorted({s.host for s in done})
             failures[0] += ("; rolled back this run's changes"
@@ -238,11 +239,11 @@ def run_all_or_nothing(client: Any, steps: Iterable[drain.Step]
                                " (none were made)"))
             return rows, failures
         done.append(step)
-        rows.append(row(step, "done"))
+        rows.append(row(step, drain.Outcome.DONE))
     return rows, []
 
 
-def run_each(client: Any, steps: Iterable[drain.Step]
+def run_each(client: drain_client.DrainClient, steps: Iterable[drain.Step]
              ) -> tuple[list[Row], list[str]]:
     """Carry out every step; a failure does not stop the others."""
     rows, failures = [], []
@@ -250,12 +251,13 @@ def run_each(client: Any, steps: Iterable[drain.Step]
         try:
             rows.append(row(step, carry_out(client, step)))
         except http.ApiError as exc:
-            rows.append(row(step, "failed"))
+            rows.append(row(step, drain.Outcome.FAILED))
             failures.append(failure(step, exc))
     return rows, failures
 
 
-def leftovers(client: Any, host: str, providers: Iterable[str]) -> list[str]:
+def leftovers(client: drain_client.DrainClient, host: str,
+              providers: Iterable[str]) -> list[str]:
     """What Nova left behind after deleting ``host``'s compute service."""
     present = {p["uuid"] for p in client.placement.providers()}
     return drain.leftovers(
@@ -264,3 +266,26 @@ def leftovers(client: Any, host: str, providers: Iterable[str]) -> list[str]:
         mapped=client.nova.host_mapped(host),
         aggregates=[a.name for a in client.nova.aggregates()
                     if host in a.hosts])
+
+
+def as_plan(plan: drain.Plan) -> planned.Plan[drain.Step]:
+    """A drain plan as the base shows it: hosts with nothing to do first."""
+    return planned.Plan(steps=list(plan.steps), notes=list(plan.notes),
+                        rows=[(r.host, "nothing to do", "", r.why)
+                              for r in plan.done])
+
+
+class DrainChange(planned.PlannedChange[drain.Step]):
+    """A drain of hosts or nodes: drain steps, carried out by ``runner``."""
+
+    columns = COLUMNS
+    #: run_all_or_nothing or run_each.
+    runner: ClassVar[Runner]
+
+    def step_row(self, step: drain.Step, result: str) -> planned.Row:
+        return row(step, result)
+
+    def run_steps(self, steps: list[drain.Step],
+                  parsed_args: argparse.Namespace) -> planned.Ran:
+        rows, failures = type(self).runner(self.client, steps)
+        return list(rows), failures

@@ -27,8 +27,11 @@ from osc_lib.command import command
 
 from nova_drain_filters import drain
 from nova_drain_filters.clients import http
+from osc_plugin import client as drain_client
 from osc_plugin.v1 import common
 from osc_plugin.v1 import drain_steps
+from osc_plugin.v1 import planned
+from osc_plugin.v1 import results
 
 COLUMNS = ("Host", "Phase", "Instances", "Migrations", "Allocations",
            "Disabled Reason", "Blocked By")
@@ -49,9 +52,10 @@ def _hosts_arg(parser: argparse.ArgumentParser, nargs: str) -> None:
                              "names it")
 
 
-def _gather(app: Any, hosts: list[str] | None) -> drain_steps.Gathered:
+def _gather(client: drain_client.DrainClient,
+            hosts: list[str] | None) -> drain_steps.Gathered:
     with common.api_errors():
-        return drain_steps.gather_hosts(common.drain_client(app), hosts)
+        return drain_steps.gather_hosts(client, hosts)
 
 
 class ShowHost(command.Lister):
@@ -73,50 +77,18 @@ class ShowHost(command.Lister):
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
-        hosts = list(dict.fromkeys(parsed_args.hosts)) or None
-        found = _gather(self.app, hosts).hosts
+        hosts = common.unique(parsed_args.hosts) or None
+        found = _gather(common.drain_client(self.app), hosts).hosts
         return COLUMNS, [_row(found[h]) for h in (hosts or sorted(found))]
 
 
-class _HostChange(common.ClearCommand):
+class _HostChange(drain_steps.DrainChange):
     """A change to hosts: plan on stderr, ask, act, report."""
-
-    budgeted = False
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         _hosts_arg(parser, "+")
         return parser
-
-    def ask(self, parsed_args: argparse.Namespace, plan: drain.Plan,
-            lines: list[str] | None = None) -> bool:
-        """Notes, then the plan; True to go ahead."""
-        if plan.steps:
-            for note in plan.notes:
-                self.app.stderr.write(f"Note: {note}\n")
-        return self.confirm(parsed_args, lines if lines is not None
-                            else [str(s) for s in plan.steps])
-
-    def ask_and_run(self, parsed_args: argparse.Namespace, plan: drain.Plan,
-                    runner: drain_steps.Runner) -> tuple[Any, Any]:
-        """Ask, then run the plan's steps with ``runner`` (one of
-        ``drain_steps.run_all_or_nothing`` or ``run_each``); the rows."""
-        go = self.ask(parsed_args, plan)
-        rows = self.rows_for(plan, go, parsed_args)
-        if go:
-            done, failures = runner(common.drain_client(self.app), plan.steps)
-            rows += done
-            self.failures += failures
-        return drain_steps.COLUMNS, rows
-
-    def rows_for(self, plan: drain.Plan, go: bool,
-                 parsed_args: argparse.Namespace) -> list[drain_steps.Row]:
-        rows: list[drain_steps.Row] = [
-            (r.host, "nothing to do", "", r.why) for r in plan.done]
-        if not go:
-            result = "planned" if parsed_args.dry_run else "not done"
-            rows += [drain_steps.row(s, result) for s in plan.steps]
-        return rows
 
 
 class StartHost(_HostChange):
@@ -138,20 +110,22 @@ class StartHost(_HostChange):
                  "disabled reason 'drain: TEXT'")
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
+    runner = drain_steps.run_all_or_nothing
+
+    def make_plan(self, parsed_args: argparse.Namespace
+                  ) -> planned.Plan[drain.Step]:
         reason = drain.disable_reason(parsed_args.reason)
         if len(reason) > drain.MAX_REASON or not parsed_args.reason.strip():
             raise exceptions.CommandError(
                 f"--reason must be 1 to {drain.MAX_REASON - 7} characters")
-        hosts = list(dict.fromkeys(parsed_args.hosts))
-        gathered = _gather(self.app, hosts)
+        hosts = common.unique(parsed_args.hosts)
+        gathered = _gather(self.client, hosts)
         plan = drain.plan_start([gathered.hosts[h] for h in hosts],
                                 parsed_args.reason, gathered.has_ironic)
         if plan.refusals:
             raise exceptions.CommandError(
                 "nothing changed: " + "; ".join(map(str, plan.refusals)))
-        return self.ask_and_run(parsed_args, plan,
-                                drain_steps.run_all_or_nothing)
+        return drain_steps.as_plan(plan)
 
 
 class CancelHost(_HostChange):
@@ -163,16 +137,24 @@ class CancelHost(_HostChange):
     disabled, with their reason.
     """
 
-    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
-        hosts = list(dict.fromkeys(parsed_args.hosts))
-        gathered = _gather(self.app, hosts)
+    runner = drain_steps.run_each
+
+    def make_plan(self, parsed_args: argparse.Namespace
+                  ) -> planned.Plan[drain.Step]:
+        hosts = common.unique(parsed_args.hosts)
+        gathered = _gather(self.client, hosts)
         plan = drain.plan_cancel([gathered.hosts[h] for h in hosts],
                                  gathered.has_ironic)
-        self.failures += [str(r) for r in plan.refusals]
-        return self.ask_and_run(parsed_args, plan, drain_steps.run_each)
+        change = drain_steps.as_plan(plan)
+        change.failures = [str(r) for r in plan.refusals]
+        return change
 
 
-class FinishHost(_HostChange):
+#: A host to release now, or one to wait for first (``finish --wait``).
+Release = drain.Step | drain.Refusal
+
+
+class FinishHost(planned.PlannedChange[Release]):
     """Release Drained hosts: delete their compute service (no undo).
 
     Only a Drained host whose nova-compute no longer reports is released
@@ -182,46 +164,58 @@ class FinishHost(_HostChange):
     whatever it leaves behind is reported and the command exits 1.
     """
 
+    columns = drain_steps.COLUMNS
+
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
+        _hosts_arg(parser, "+")
         parser.add_argument(
             "--wait", action="store_true",
             help="wait until each host is Drained and its nova-compute is "
                  "down, then release it")
         parser.add_argument(
-            "--timeout", metavar="<seconds>", type=_positive,
+            "--timeout", metavar="<seconds>",
+            type=common.int_arg("--timeout", 1),
             help=f"with --wait, give up after this long (default "
                  f"{DEFAULT_TIMEOUT}); the drain itself goes on")
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
+    def make_plan(self, parsed_args: argparse.Namespace) -> planned.Plan[Release]:
         if parsed_args.timeout and not parsed_args.wait:
             raise exceptions.CommandError("--timeout needs --wait")
         parsed_args.timeout = parsed_args.timeout or DEFAULT_TIMEOUT
-        hosts = list(dict.fromkeys(parsed_args.hosts))
-        gathered = _gather(self.app, hosts)
-        plan = drain.plan_finish([gathered.hosts[h] for h in hosts])
+        hosts = common.unique(parsed_args.hosts)
+        self.gathered = _gather(self.client, hosts)
+        plan = drain.plan_finish([self.gathered.hosts[h] for h in hosts])
         waiting = [r for r in plan.refusals if parsed_args.wait and r.wait]
-        self.failures += [str(r) for r in plan.refusals if r not in waiting]
         lines = [str(s) for s in plan.steps] + [
             f"{r.host}: wait up to {parsed_args.timeout}s until it is "
             f"Drained and its nova-compute is down, then delete its compute "
             f"service (no undo)" for r in waiting]
-        go = self.ask(parsed_args, plan, lines)
-        rows = self.rows_for(plan, go, parsed_args)
-        rows += [(r.host, "wait", "", "planned" if parsed_args.dry_run
-                  else "not done") for r in waiting if not go]
-        if not go:
-            return drain_steps.COLUMNS, rows
-        rows += self.release(plan.steps, gathered)
+        change = drain_steps.as_plan(plan)
+        return planned.Plan[Release](
+            steps=[*plan.steps, *waiting], lines=lines, notes=change.notes,
+            rows=change.rows,
+            failures=[str(r) for r in plan.refusals if r not in waiting])
+
+    def step_row(self, step: Release, result: str) -> planned.Row:
+        if isinstance(step, drain.Refusal):
+            return (step.host, "wait", "", result)
+        return drain_steps.row(step, result)
+
+    def run_steps(self, steps: list[Release],
+                  parsed_args: argparse.Namespace) -> planned.Ran:
+        now = [s for s in steps if isinstance(s, drain.Step)]
+        waiting = [s.host for s in steps if isinstance(s, drain.Refusal)]
+        rows: list[planned.Row] = list(self.release(now, self.gathered))
         if waiting:
-            rows += self.wait_and_release([r.host for r in waiting],
-                                          parsed_args.timeout)
-        return drain_steps.COLUMNS, rows
+            rows += self.wait_and_release(waiting, parsed_args.timeout)
+        # release and wait_and_release add their failures to self.failures.
+        return rows, []
 
     def release(self, steps: list[drain.Step],
                 gathered: drain_steps.Gathered) -> list[drain_steps.Row]:
-        client = common.drain_client(self.app)
+        client = self.client
         rows = []
         for step in steps:
             try:
@@ -229,15 +223,15 @@ class FinishHost(_HostChange):
                 left = drain_steps.leftovers(
                     client, step.host, gathered.providers.get(step.host, []))
             except http.ApiError as exc:
-                rows.append(drain_steps.row(step, "failed"))
+                rows.append(drain_steps.row(step, drain.Outcome.FAILED))
                 self.failures.append(drain_steps.failure(step, exc))
                 continue
             if left:
                 self.failures.append(
                     f"{step.host}: released, but Nova left behind "
                     f"{', '.join(left)} (see 'openstack drain stale list')")
-            rows.append(drain_steps.row(step, "released" + (
-                f"; left behind: {', '.join(left)}" if left else "")))
+            rows.append(drain_steps.row(step, results.drained(
+                drain.Outcome.RELEASED, left)))
         return rows
 
     def wait_and_release(self, hosts: list[str],
@@ -255,8 +249,7 @@ class FinishHost(_HostChange):
             time.sleep(drain.next_delay(attempt, deadline - time.monotonic()))
             attempt += 1
             try:
-                gathered = drain_steps.gather_hosts(
-                    common.drain_client(self.app), pending)
+                gathered = drain_steps.gather_hosts(self.client, pending)
             except http.ApiError as exc:
                 blocked = [f"{', '.join(pending)}: could not read: "
                            f"{drain.tail(str(exc))}"]
@@ -275,13 +268,3 @@ class FinishHost(_HostChange):
                 break
         return rows
 
-
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is not a whole number of seconds of 1 or more")
-    return number

@@ -28,6 +28,8 @@ from nova_drain_filters import migration_runner as runner
 from osc_plugin import client as osc_client
 from osc_plugin.v1 import common
 from osc_plugin.v1 import drain_steps
+from osc_plugin.v1 import planned
+from osc_plugin.v1 import results
 
 COLUMNS = ("Host", "Server", "Name", "Action", "Result", "Destination",
            "Detail")
@@ -36,26 +38,8 @@ DEFAULTS = {"concurrency": 2, "timeout": 3600, "server_timeout": 900,
 LIMITS = {"concurrency": (1, 1000), "timeout": (1, 7 * 86400),
           "server_timeout": (1, 86400), "retries": (0, 100)}
 
-#: The human words for each reason, outcome and event: made here only.
-WHY = {
-    mig.Why.BAREMETAL: "a baremetal (Ironic) server: Nova cannot migrate it",
-    mig.Why.SUSPENDED: "SUSPENDED: Nova migrates no suspended server",
-    mig.Why.ERROR: "ERROR: fix or rebuild it first",
-    mig.Why.RESCUED: "RESCUE: unrescue it first",
-    mig.Why.SHELVED: "SHELVED: it is not on a host to move from",
-    mig.Why.FOREIGN_RESIZE: "VERIFY_RESIZE from someone else's resize: "
-                            "never confirmed for them",
-    mig.Why.TASK: "a task is in progress",
-    mig.Why.AFFINITY: "in affinity group",
-    mig.Why.STATE: "Nova cannot migrate a server in this state",
-}
-RESULT = {
-    mig.Outcome.MOVED: "moved", mig.Outcome.FAILED: "failed",
-    mig.Outcome.TIMED_OUT: "timed out, aborted",
-    mig.Outcome.UNMOVABLE: "unmovable", mig.Outcome.PLANNED: "planned",
-    mig.Outcome.NOT_STARTED: "not started", mig.Outcome.ABORTED: "aborted",
-    mig.Outcome.IN_FLIGHT: "in flight",
-}
+#: The words of each reason a server stays, and of each outcome.
+WHY, RESULT = results.STAYS, results.MIGRATED
 
 
 def why_text(step: mig.Step) -> str:
@@ -133,7 +117,7 @@ class Progress:
             self.stderr.write("\n")
 
 
-class MigrateHost(common.ClearCommand):
+class MigrateHost(planned.PlannedChange[runner.Move]):
     """Move every server off drained hosts through Nova's scheduler.
 
     Each host must be drained ('openstack drain host start') first, so no
@@ -145,7 +129,7 @@ class MigrateHost(common.ClearCommand):
     up the migrations in flight instead of posting again.
     """
 
-    budgeted = False
+    columns = COLUMNS
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
@@ -166,43 +150,53 @@ class MigrateHost(common.ClearCommand):
                 help=f"{help_text} (default {DEFAULTS[name]})")
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
-        options = runner.Options(**{n: _count(parsed_args, n)
-                                    for n in DEFAULTS})
-        hosts = list(dict.fromkeys(parsed_args.hosts))
-        client = common.drain_client(self.app)
+    def make_plan(self, parsed_args: argparse.Namespace
+                  ) -> planned.Plan[runner.Move]:
+        self.options = runner.Options(**{n: _count(parsed_args, n)
+                                         for n in DEFAULTS})
+        self.hosts = common.unique(parsed_args.hosts)
+        client = self.client
         with common.api_errors():
-            found = drain_steps.gather_hosts(client, hosts).hosts
-            refusals = [refusal(found[h]) for h in hosts]
+            found = drain_steps.gather_hosts(client, self.hosts).hosts
+            refusals = [refusal(found[h]) for h in self.hosts]
             if any(refusals):
                 raise exceptions.CommandError("nothing changed: " + "; ".join(
                     r for r in refusals if r))
-            plans = [facts.gather(client.moves, h, {
-                n.name for n in found[h].nodes if n.ironic}) for h in hosts]
-        moves = [m for p in plans for m in p.moves]
-        stays = [s for p in plans for s in p.unmovable]
-        for step in stays:
-            self.app.stderr.write(f"Note: {step.host}: {step.name or '-'} "
-                                  f"({step.server}) stays: {why_text(step)}\n")
-        if not self.confirm(parsed_args, [plan_line(m) for m in moves]):
-            result = RESULT[mig.Outcome.PLANNED if parsed_args.dry_run
-                            else mig.Outcome.NOT_STARTED]
-            rows = [move_row(m)[:4] + (result, "", why_text(m.step))
-                    for m in moves]
-            rows += [stay_row(s) for s in stays]
-            if not moves and not parsed_args.dry_run:
-                with common.api_errors():
-                    rows += self.check_done(client, hosts, rows)
-            return COLUMNS, rows
-        progress = Progress(self.app.stderr, len(moves))
+            hosts = [facts.gather(client.moves, h, {
+                n.name for n in found[h].nodes if n.ironic})
+                for h in self.hosts]
+        moves = [m for h in hosts for m in h.moves]
+        stays = [s for h in hosts for s in h.unmovable]
+        return planned.Plan(
+            steps=moves, lines=[plan_line(m) for m in moves],
+            notes=[f"{s.host}: {s.name or '-'} ({s.server}) stays: "
+                   f"{why_text(s)}" for s in stays],
+            rows=[stay_row(s) for s in stays])
+
+    def step_row(self, step: runner.Move, result: str) -> planned.Row:
+        return move_row(step)[:4] + (result, "", why_text(step.step))
+
+    def run_steps(self, steps: list[runner.Move],
+                  parsed_args: argparse.Namespace) -> planned.Ran:
+        progress = Progress(self.app.stderr, len(steps))
         with common.api_errors():
             try:
-                ran = runner.Runner(client.moves, options, progress).run(moves)
+                ran = runner.Runner(self.client.moves, self.options,
+                                    progress).run(steps)
             finally:
                 progress.close()
-            rows = [move_row(m) for m in ran] + [stay_row(s) for s in stays]
-            rows += self.check_done(client, hosts, rows)
-        return COLUMNS, rows
+            rows: list[planned.Row] = [move_row(m) for m in ran]
+            return rows, []
+
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], list[planned.Row]]:
+        """The base's plan, ask and run; then whether each host is done
+        (also when there was nothing to move)."""
+        columns, rows = super().take_action(parsed_args)
+        if not parsed_args.dry_run:
+            with common.api_errors():
+                rows += self.check_done(self.client, self.hosts, rows)
+        return columns, rows
 
     def check_done(self, client: osc_client.DrainClient, hosts: list[str],
                    rows: list[tuple[str, ...]]) -> list[tuple[str, ...]]:

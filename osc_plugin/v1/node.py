@@ -23,8 +23,10 @@ from osc_lib import exceptions
 from osc_lib.command import command
 
 from nova_drain_filters import drain
+from osc_plugin import client as drain_client
 from osc_plugin.v1 import common
 from osc_plugin.v1 import drain_steps
+from osc_plugin.v1 import planned
 
 COLUMNS = ("Node", "Name", "Host", "Phase", "Instance", "Allocations",
            "Marked On")
@@ -42,8 +44,8 @@ def _row(facts: drain.BaremetalFacts) -> tuple[Any, ...]:
             len(facts.consumers), _marked_on(facts.node))
 
 
-def _gather(app: Any, idents: list[str]) -> list[drain.BaremetalFacts]:
-    client = common.drain_client(app)
+def _gather(client: drain_client.DrainClient,
+            idents: list[str]) -> list[drain.BaremetalFacts]:
     if not client.has_ironic():
         raise exceptions.CommandError(
             "no baremetal endpoint in the catalog: 'drain node' needs Ironic")
@@ -76,34 +78,26 @@ class ShowNode(command.Lister):
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
-        idents = list(dict.fromkeys(parsed_args.nodes))
-        return COLUMNS, [_row(f) for f in _gather(self.app, idents)]
+        idents = common.unique(parsed_args.nodes)
+        return COLUMNS, [_row(f) for f in _gather(
+            common.drain_client(self.app), idents)]
 
 
-class _NodeChange(common.ClearCommand):
+class _NodeChange(drain_steps.DrainChange):
     """A change to baremetal nodes: plan on stderr, ask, act, report."""
 
-    budgeted = False
+    #: Whether the command marks (start) or unmarks (cancel).
+    start: bool
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         _nodes_arg(parser)
         return parser
 
-    def act(self, parsed_args: argparse.Namespace, plan: drain.Plan,
-            all_or_nothing: bool) -> tuple[Any, Any]:
-        go = self.confirm(parsed_args, [str(s) for s in plan.steps])
-        rows: list[drain_steps.Row] = [
-            (r.host, "nothing to do", "", r.why) for r in plan.done]
-        if not go:
-            result = "planned" if parsed_args.dry_run else "not done"
-            rows += [drain_steps.row(s, result) for s in plan.steps]
-            return drain_steps.COLUMNS, rows
-        run = (drain_steps.run_all_or_nothing if all_or_nothing
-               else drain_steps.run_each)
-        done, failures = run(common.drain_client(self.app), plan.steps)
-        self.failures += failures
-        return drain_steps.COLUMNS, rows + done
+    def make_plan(self, parsed_args: argparse.Namespace
+                  ) -> planned.Plan[drain.Step]:
+        facts = _gather(self.client, common.unique(parsed_args.nodes))
+        return drain_steps.as_plan(drain.plan_node(facts, start=self.start))
 
 
 class StartNode(_NodeChange):
@@ -114,9 +108,8 @@ class StartNode(_NodeChange):
     If a step fails, everything this run did is undone.
     """
 
-    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
-        facts = _gather(self.app, list(dict.fromkeys(parsed_args.nodes)))
-        return self.act(parsed_args, drain.plan_node(facts, start=True), True)
+    start = True
+    runner = drain_steps.run_all_or_nothing
 
 
 class CancelNode(_NodeChange):
@@ -125,6 +118,5 @@ class CancelNode(_NodeChange):
     The mark goes from the Ironic node, then from its provider.
     """
 
-    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
-        facts = _gather(self.app, list(dict.fromkeys(parsed_args.nodes)))
-        return self.act(parsed_args, drain.plan_node(facts, start=False), False)
+    start = False
+    runner = drain_steps.run_each

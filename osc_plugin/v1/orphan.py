@@ -16,10 +16,17 @@ from typing import Any
 
 from osc_lib import exceptions
 
+from nova_drain_filters import orphan_clear
 from nova_drain_filters import orphans
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import nova_db
+from osc_plugin import client as drain_client
 from osc_plugin.v1 import common
+from osc_plugin.v1 import planned
+from osc_plugin.v1 import results
+
+#: One consumer, and {provider: the node it stands for} to take it off.
+Removal = tuple[str, dict[str, str | None]]
 
 COLUMNS = ("Consumer", "Resource Provider", "Host", "Node", "Resources",
            "Reason", "Project")
@@ -53,16 +60,16 @@ def _add_nova_options(parser: argparse.ArgumentParser) -> None:
                 "(COMPUTE_NODE roots) that Nova's records may lack")
 
 
-def _nova_side(app: Any, nova_config: str | None) -> orphans.NovaSide:
+def _nova_side(client: drain_client.DrainClient,
+               nova_config: str | None) -> orphans.NovaSide:
     if not nova_config:
-        return common.drain_client(app).nova
+        return client.nova
     with common.api_errors():
         return nova_db.NovaRecords(nova_config)
 
 
-def _gather(app: Any, nova: orphans.NovaSide,
+def _gather(client: drain_client.DrainClient, nova: orphans.NovaSide,
             parsed_args: argparse.Namespace) -> list[orphans.Orphan]:
-    client = common.drain_client(app)
     progress = common.Progress("reading provider allocations")
     try:
         with common.api_errors():
@@ -93,7 +100,7 @@ def _gather(app: Any, nova: orphans.NovaSide,
 
 
 def _budget(nova: orphans.NovaSide,
-            found: list[orphans.Orphan]) -> tuple[int, int, str]:
+            found: list[orphans.Orphan]) -> planned.Budget:
     """The disruption budget's counts: compute nodes touched, and in all.
 
     A node's whole provider tree counts once; a provider with no node
@@ -102,7 +109,8 @@ def _budget(nova: orphans.NovaSide,
     with common.api_errors():
         nodes = {h.hypervisor_hostname for h in nova.hypervisors()}
     touched = {o.node or o.provider for o in found}
-    return (len(touched), len(nodes | touched), "compute nodes")
+    return planned.Budget(len(touched), len(nodes | touched),
+                          "compute nodes")
 
 
 class ListOrphan(common.DrainLister):
@@ -126,14 +134,15 @@ class ListOrphan(common.DrainLister):
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
-        nova = _nova_side(self.app, parsed_args.nova_config)
-        found = _on_provider(_gather(self.app, nova, parsed_args),
+        client = common.drain_client(self.app)
+        nova = _nova_side(client, parsed_args.nova_config)
+        found = _on_provider(_gather(client, nova, parsed_args),
                              parsed_args.resource_provider)
         self.found = len(found)
         return COLUMNS, _rows(found)
 
 
-class ClearOrphan(common.ClearCommand):
+class ClearOrphan(planned.PlannedChange[Removal]):
     """Remove orphaned allocations, only the orphaned part of each consumer.
 
     A consumer that also holds live allocations elsewhere keeps them: its
@@ -147,6 +156,9 @@ class ClearOrphan(common.ClearCommand):
     writer removed them first), skipped (with why).
     """
 
+    columns = ("Consumer", "Resource Providers", "Result")
+    budgeted = True
+
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument("consumers", metavar="<consumer>", nargs="*",
@@ -157,9 +169,10 @@ class ClearOrphan(common.ClearCommand):
         _add_nova_options(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
-        nova = _nova_side(self.app, parsed_args.nova_config)
-        found = _gather(self.app, nova, parsed_args)
+    def make_plan(self, parsed_args: argparse.Namespace
+                  ) -> planned.Plan[Removal]:
+        nova = _nova_side(self.client, parsed_args.nova_config)
+        found = _gather(self.client, nova, parsed_args)
         if parsed_args.consumers:
             wanted = set(parsed_args.consumers)
             unknown = wanted - {o.consumer for o in found}
@@ -168,28 +181,34 @@ class ClearOrphan(common.ClearCommand):
                     "not an orphaned consumer: " + ", ".join(sorted(unknown)))
             found = [o for o in found if o.consumer in wanted]
         found = _on_provider(found, parsed_args.resource_provider)
-        by_consumer: dict[str, dict[str, str]] = {}
+        by_consumer: dict[str, dict[str, str | None]] = {}
         for orphan in found:
             by_consumer.setdefault(orphan.consumer, {})[orphan.provider] = (
                 orphan.node)
-        plan = [f"{consumer}: remove its allocations on {', '.join(sorted(d))}"
-                for consumer, d in sorted(by_consumer.items())]
-        client: Any = common.drain_client(self.app)
-        go = self.confirm(parsed_args, plan,
-                          _budget(nova, found) if plan else None)
-        rows = []
-        for consumer, drop in sorted(by_consumer.items()):
-            if not go:
-                rows.append((consumer, ",".join(sorted(drop)),
-                             "planned" if parsed_args.dry_run else "not done"))
-                continue
+        steps = sorted(by_consumer.items())
+        return planned.Plan(
+            steps=steps,
+            lines=[f"{consumer}: remove its allocations on "
+                   f"{', '.join(sorted(drop))}" for consumer, drop in steps],
+            budget=_budget(nova, found) if steps else None)
+
+    def step_row(self, step: Removal, result: str) -> planned.Row:
+        consumer, drop = step
+        return (consumer, ",".join(sorted(drop)), result)
+
+    def run_steps(self, steps: list[Removal],
+                  parsed_args: argparse.Namespace) -> planned.Ran:
+        client = self.client
+        rows: list[planned.Row] = []
+        failures = []
+        for consumer, drop in steps:
             try:
-                outcome = orphans.clear_consumer(client.nova, client.placement,
+                outcome = orphan_clear.clear_consumer(client.nova, client.placement,
                                                  consumer, drop)
             except http.ApiError as exc:
-                self.failures.append(f"consumer {consumer}: {exc}")
-                rows.append((consumer, ",".join(sorted(drop)), "failed"))
+                failures.append(f"consumer {consumer}: {exc}")
+                rows.append(self.step_row((consumer, drop), "failed"))
                 continue
             rows.append((consumer, ",".join(outcome.providers),
-                         str(outcome)))
-        return ("Consumer", "Resource Providers", "Result"), rows
+                         results.cleared(outcome)))
+        return rows, failures

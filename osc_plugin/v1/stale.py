@@ -20,11 +20,15 @@ from typing import Any
 from osc_lib import exceptions
 
 from nova_drain_filters import decisions
+from nova_drain_filters import orphan_clear
 from nova_drain_filters import orphans
 from nova_drain_filters import stale
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import nova_db
+from osc_plugin import client as drain_client
 from osc_plugin.v1 import common
+from osc_plugin.v1 import planned
+from osc_plugin.v1 import results
 
 COLUMNS = ("UUID", "Kind", "Host", "Node", "Hypervisor Type", "Reasons",
            "Reason Codes", "Instances", "Allocations")
@@ -38,8 +42,8 @@ class StepRefused(Exception):
 class Facts:
     """Everything ``stale`` needs, gathered in bulk (pages, not records)."""
 
-    def __init__(self, app: Any, max_missing_fraction: float) -> None:
-        client = common.drain_client(app)
+    def __init__(self, client: drain_client.DrainClient,
+                 max_missing_fraction: float) -> None:
         self.client = client
         self.max_missing_fraction = max_missing_fraction
         progress = common.Progress("reading provider allocations")
@@ -140,7 +144,8 @@ class ListStale(common.DrainLister):
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
-        facts = Facts(self.app, parsed_args.max_missing_fraction)
+        facts = Facts(common.drain_client(self.app),
+                      parsed_args.max_missing_fraction)
         if facts.untrusted:
             self.app.stderr.write(
                 f"not reporting {decisions.ReasonCode.IRONIC_NODE_MISSING.value}"
@@ -158,7 +163,7 @@ class ListStale(common.DrainLister):
         return COLUMNS, [_row(r) for r in records]
 
 
-class ClearStale(common.ClearCommand):
+class ClearStale(planned.PlannedChange[stale.Step]):
     """Remove stale records as completely as possible, never what is in use.
 
     A down service whose nodes are all stale and that has no instance is
@@ -172,6 +177,9 @@ class ClearStale(common.ClearCommand):
 
     Name the records by the UUIDs 'stale list' shows, or pass --all.
     """
+
+    columns = ("Step", "Target", "Result")
+    budgeted = True
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
@@ -189,11 +197,13 @@ class ClearStale(common.ClearCommand):
         common.add_missing_fraction_option(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
-        facts = Facts(self.app, parsed_args.max_missing_fraction)
+    def make_plan(self, parsed_args: argparse.Namespace
+                  ) -> planned.Plan[stale.Step]:
+        facts = Facts(self.client, parsed_args.max_missing_fraction)
         if facts.untrusted:
             raise exceptions.CommandError(
                 f"refusing to clear anything: {facts.untrusted}")
+        self.facts = facts
         records = facts.records
         if parsed_args.uuids:
             known = {r.uuid for r in records}
@@ -202,57 +212,66 @@ class ClearStale(common.ClearCommand):
                 raise exceptions.CommandError(
                     "not a stale record: " + ", ".join(unknown))
             records = [r for r in records if r.uuid in parsed_args.uuids]
-        actions = stale.plan_clear(records, facts.hypervisors,
-                                   facts.live_consumers())
-        todo = [a for a in actions if a.step is not stale.Step.SKIP]
-        go = self.confirm(
-            parsed_args,
-            [f"{a.step.value} {a.target} ({a.detail})" for a in todo],
-            (sum(len(a.records) or 1 for a in todo), facts.total,
-             "compute node records and providers"))
-        rows = []
-        for action in actions:
-            if action.step is stale.Step.SKIP:
-                rows.append((action.step.value, action.target, action.detail))
-                continue
-            if not go:
-                rows.append((action.step.value, action.target,
-                             "planned" if parsed_args.dry_run else "not done"))
+        steps = stale.plan_clear(records, facts.hypervisors,
+                                 facts.live_consumers())
+        # Skips stay in the table, in plan order, but are no step to take.
+        todo = [s for s in steps if s.action is not stale.Action.SKIP]
+        return planned.Plan(
+            steps=steps,
+            lines=[f"{s.action.value} {s.target} ({s.detail})" for s in todo],
+            budget=planned.Budget(sum(len(s.records) or 1 for s in todo),
+                                  facts.total,
+                                  "compute node records and providers"))
+
+    def step_row(self, step: stale.Step, result: str) -> planned.Row:
+        if step.action is stale.Action.SKIP:
+            return (step.action.value, step.target, step.detail)
+        return (step.action.value, step.target, result)
+
+    def run_steps(self, steps: list[stale.Step],
+                  parsed_args: argparse.Namespace) -> planned.Ran:
+        rows, failures = [], []
+        for step in steps:
+            if step.action is stale.Action.SKIP:
+                rows.append(self.step_row(step, ""))
                 continue
             try:
-                result = self._carry_out(action, facts, parsed_args)
+                result = results.stale_cleared(
+                    self._carry_out(step, self.facts, parsed_args))
             except (http.ApiError, nova_db.Unavailable, StepRefused) as exc:
-                self.failures.append(f"{action.step.value} {action.target}: {exc}")
-                result = "failed"
-            rows.append((action.step.value, action.target, result))
-        return ("Step", "Target", "Result"), rows
+                failures.append(f"{step.action.value} {step.target}: {exc}")
+                result = results.FAILED
+            rows.append(self.step_row(step, result))
+        return rows, failures
 
-    def _carry_out(self, action: stale.Action, facts: Facts,
-                   parsed_args: argparse.Namespace) -> str:
+    def _carry_out(self, step: stale.Step, facts: Facts,
+                   parsed_args: argparse.Namespace) -> stale.Cleared:
         client = facts.client
-        if action.step is stale.Step.DELETE_SERVICE:
-            client.nova.delete_service(action.target)
+        if step.action is stale.Action.DELETE_SERVICE:
+            client.nova.delete_service(step.target)
             # Nova deletes the providers too but swallows its failures
             # (nova/api/openstack/compute/services.py delete).
             present = {p["uuid"] for p in client.placement.providers()}
-            left = [rp for rp in action.records if rp in present]
-            return "deleted" + (f"; provider(s) left behind: {', '.join(left)}"
-                                if left else "")
-        if action.step is stale.Step.DELETE_COMPUTE_NODE:
+            left = tuple(rp for rp in step.records if rp in present)
+            return stale.Cleared(stale.Outcome.DELETED, left=left)
+        if step.action is stale.Action.DELETE_COMPUTE_NODE:
             if not parsed_args.nova_config:
                 raise nova_db.Unavailable(
                     "no API removes a single compute node record; run on a "
                     "controller with --nova-config /etc/nova/nova.conf")
             # Dead consumers first: if one is live again, nothing is deleted.
-            cleared = self._clear_dead(client, action.target, facts)
-            where = nova_db.delete_compute_node(action.target,
+            cleared = self._clear_dead(client, step.target, facts)
+            where = nova_db.delete_compute_node(step.target,
                                                 parsed_args.nova_config)
-            dropped = self._delete_provider(client, action.target, cleared)
-            return f"deleted {where}; {dropped}"
-        cleared = self._clear_dead(client, action.target, facts)
-        return self._delete_provider(client, action.target, cleared)
+            dropped = self._delete_provider(client, step.target)
+            return stale.Cleared(stale.Outcome.DELETED, dropped, cleared,
+                                 where=where)
+        cleared = self._clear_dead(client, step.target, facts)
+        return stale.Cleared(self._delete_provider(client, step.target),
+                             consumers=cleared)
 
-    def _clear_dead(self, client: Any, rp: str, facts: Facts) -> int:
+    def _clear_dead(self, client: drain_client.DrainClient, rp: str,
+                    facts: Facts) -> int:
         """Clear the allocations of the provider's dead consumers.
 
         Each consumer is checked again against the node the provider stands
@@ -262,19 +281,20 @@ class ClearStale(common.ClearCommand):
         dead = facts.allocations.get(rp, {})
         node = facts.nodes.get(rp)
         for consumer in sorted(dead):
-            outcome = orphans.clear_consumer(client.nova, client.placement,
+            outcome = orphan_clear.clear_consumer(client.nova, client.placement,
                                              consumer, {rp: node})
-            if outcome.result == "skipped":
-                raise StepRefused(f"kept: consumer {consumer}: "
-                                  f"{outcome.error}")
+            if outcome.result is orphan_clear.Outcome.SKIPPED:
+                why = results.kept(outcome.kept) if outcome.kept else ""
+                raise StepRefused(f"kept: consumer {consumer}: {why}")
         return len(dead)
 
     @staticmethod
-    def _delete_provider(client: Any, rp: str, cleared: int) -> str:
+    def _delete_provider(client: drain_client.DrainClient,
+                         rp: str) -> stale.Outcome:
         try:
             client.placement.delete_provider(rp)
         except http.ApiError as exc:
             if isinstance(exc, http.NotFound):
-                return "provider already gone"
+                return stale.Outcome.PROVIDER_GONE
             raise
-        return f"provider deleted ({cleared} dead consumer(s) cleared)"
+        return stale.Outcome.PROVIDER_DELETED

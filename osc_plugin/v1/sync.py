@@ -22,6 +22,8 @@ from nova_drain_filters import stale
 from nova_drain_filters import sync
 from nova_drain_filters.clients import http
 from osc_plugin.v1 import common
+from osc_plugin.v1 import planned
+from osc_plugin.v1 import results
 
 COLUMNS = ("Target", "UUID", "Trait", "Action", "Why", "Result")
 
@@ -47,8 +49,14 @@ class RunSync(common.DrainLister):
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
-        parser.add_argument("--dry-run", action="store_true",
-                            help="list what would change and change nothing")
+        # Every changing command takes --dry-run and --yes. The sync never
+        # asks: it sets and clears only its own traits, also unattended
+        # with --watch; --yes is accepted so that scripts can pass it to
+        # every changing command alike.
+        planned.add_change_options(
+            parser, dry_run_help="list what would change and change nothing",
+            yes_help="accepted for scripts; the sync never asks (it sets "
+                     "and clears only the drain traits)")
         parser.add_argument(
             "--watch", action="store_true",
             help="run again every --interval seconds until stopped by a "
@@ -105,11 +113,12 @@ class RunSync(common.DrainLister):
     @staticmethod
     def _rows(result: sync.SyncResult,
               parsed_args: argparse.Namespace) -> list[tuple[Any, ...]]:
-        done = "planned" if parsed_args.dry_run else "done"
+        done = results.synced(parsed_args.dry_run)
         rows = [(c.target.value, c.uuid, c.trait, c.action.value, c.why,
                  done) for c in result.changes]
-        rows += [(f.change.target.value, f.change.uuid, f.change.trait,
-                  f.change.action.value, f.change.why, f"failed: {f.error}")
+        rows += [(f.step.target.value, f.step.uuid, f.step.trait,
+                  f.step.action.value, f.step.why,
+                  results.synced(parsed_args.dry_run, f.error))
                  for f in result.failures]
         return rows
 

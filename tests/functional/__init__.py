@@ -18,5 +18,14 @@
 # thread-local shared by every greenthread. Under load two greenthreads
 # using one RequestContext then fail with "Can't upgrade a READER
 # transaction to a WRITER mid-transaction" (seen on Nova 31's instance
-# claims). tools/demo.py does the same.
-import nova.tests.functional  # noqa: F401
+# claims). The demo and the benchmarks (tests/functional/demo, bench),
+# run as ``python -m tests.functional...``, get it from here too.
+#
+# Patching logs a deprecation warning (nova/monkey_patch.py patch) before
+# anything configures logging, and Python's last-resort handler prints it
+# on stderr: on the demo's screen, say. A NullHandler on the root logger
+# keeps it off; Nova's fixtures capture logging inside each test anyway.
+import logging
+
+logging.getLogger().addHandler(logging.NullHandler())
+import nova.tests.functional  # noqa: E402, F401

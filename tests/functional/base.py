@@ -24,7 +24,6 @@ from nova.db.main import models
 from nova.tests.functional import integrated_helpers
 
 from nova_drain_filters import fixtures as ndf_fixtures
-from nova_drain_filters import nova_compat
 
 # Nova's default enabled_filters, minus ComputeFilter: DisabledServiceFilter
 # makes the same decisions, with reasons. Ours run first so that their
@@ -70,8 +69,8 @@ class DrainTestBase(integrated_helpers._IntegratedTestBase):
                    group="filter_scheduler")
         if self.DRAIN:
             self.drain = self.useFixture(ndf_fixtures.DrainFilters(
-                placement=nova_compat.placement_fixture(self), prefilter=self.PREFILTER,
-                first=True, ironic_url=getattr(self, "ironic_url", None),
+                prefilter=self.PREFILTER, first=True,
+                ironic_url=getattr(self, "ironic_url", None),
                 **self.DRAIN_OPTIONS))
         else:
             self.flags(enabled_filters=["ComputeFilter"] + NOVA_FILTERS,
@@ -111,3 +110,22 @@ class DrainTestBase(integrated_helpers._IntegratedTestBase):
     def summary_lines(self) -> list[str]:
         return [line for line in self.stdlog.logger.output.splitlines()
                 if "nova-drain-filters: request for instance" in line]
+
+
+class RebalanceDuplicateMixin(DrainTestBase):
+    """host2 owns node-x; a rebalance left a duplicate record on host1.
+
+    The duplicate is made the way it looks after a racy Ironic rebalance
+    (Nova bugs 1853009, 1841481): a second compute node row for node-x under
+    host1, whose service is still alive, with its own resource provider.
+    It looks bigger than anything else, so the weighers prefer it.
+    """
+
+    def setUp(self) -> None:
+        super().setUp()
+        host2 = self.computes["host2"]
+        host2.manager.driver._set_nodes(["host2", "node-x"])
+        host2.manager.update_available_resource(self.ctxt)
+        live = self.compute_node("host2", "node-x")
+        self.dup_uuid = ndf_fixtures.make_rebalance_duplicate(
+            self.ctxt, self.placement, live, "host1")

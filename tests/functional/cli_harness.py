@@ -68,7 +68,7 @@ from openstackclient import shell
 from openstackclient.common import clientmanager
 from wsgi_intercept import interceptor
 
-from nova_drain_filters import nova_compat
+from nova_drain_filters import fixtures as ndf_fixtures
 from tests.functional import base
 
 PROG = "openstack"
@@ -341,7 +341,7 @@ class CliTestBase(base.DrainTestBase):
     def cli_endpoints(self) -> dict[str, str]:
         """Return the endpoints of the services this test runs."""
         endpoints = {"compute": self.api_fixture.base_url,
-                     "placement": nova_compat.placement_fixture(self).endpoint}
+                     "placement": ndf_fixtures.placement_fixture(self).endpoint}
         if getattr(self, "ironic_url", None):
             endpoints["baremetal"] = self.ironic_url
         return endpoints

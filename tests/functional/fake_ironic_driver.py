@@ -16,10 +16,14 @@ Each node's name and compute node UUID is an Ironic node UUID and the
 hypervisor type is ``ironic`` (``nova/virt/ironic/driver.py``
 ``_node_resource``), so the drain filters treat them as Ironic nodes. Nova's
 Ironic driver itself needs a real deploy path; the fake one spawns nothing.
+It is the one multi-node fake of the functional tests, the demo and the
+benchmarks: class attributes say what its nodes offer, and whoever sets one
+restores it (``self.addCleanup(setattr, driver, name, old)``).
 """
 import sys
 from typing import Any
 
+import os_traits
 from nova.virt import fake
 
 
@@ -31,6 +35,15 @@ class FakeIronicDriver(fake.FakeDriver):
     #: If set, each node offers one unit of this custom resource class and
     #: nothing else, as Nova's Ironic driver reports a node.
     RESOURCE_CLASS: str | None = None
+    #: If set, each node also gets a child provider ``<node>-child`` that
+    #: offers 100 of this class, the shape of Nova's
+    #: ``MediumFakeDriverWithNestedCustomResources`` (nova/virt/fake.py).
+    CHILD_RESOURCE_CLASS: str | None = None
+    #: Whether a node no longer in the driver's nodes was deleted, so that
+    #: Nova drops its compute node record (nova/compute/manager.py
+    #: ``update_available_resource`` asks ``is_node_deleted``; Nova's
+    #: Ironic driver asks Ironic). False, as for most drivers, keeps it.
+    GONE_IS_DELETED = False
 
     def init_host(self, host: str) -> None:
         self._host = host
@@ -45,15 +58,27 @@ class FakeIronicDriver(fake.FakeDriver):
 
     def update_provider_tree(self, provider_tree: Any, nodename: str,
                              allocations: Any = None) -> None:
-        if not self.RESOURCE_CLASS:
-            return super().update_provider_tree(provider_tree, nodename,
-                                                allocations)
-        provider_tree.update_inventory(nodename, {self.RESOURCE_CLASS: {
-            "total": 1, "reserved": 0, "min_unit": 1, "max_unit": 1,
-            "step_size": 1, "allocation_ratio": 1.0}})
+        if self.RESOURCE_CLASS:
+            provider_tree.update_inventory(nodename, {self.RESOURCE_CLASS: {
+                "total": 1, "reserved": 0, "min_unit": 1, "max_unit": 1,
+                "step_size": 1, "allocation_ratio": 1.0}})
+        else:
+            super().update_provider_tree(provider_tree, nodename, allocations)
+        if self.CHILD_RESOURCE_CLASS:
+            child = f"{nodename}-child"
+            if not provider_tree.exists(child):
+                provider_tree.new_child(name=child, parent=nodename)
+            provider_tree.update_inventory(child, {self.CHILD_RESOURCE_CLASS: {
+                "total": 100, "reserved": 0, "min_unit": 1, "max_unit": 100,
+                "step_size": 1, "allocation_ratio": 1.0}})
+            provider_tree.add_traits(child, os_traits.OWNER_NOVA)
 
     def get_nodenames_by_uuid(self, refresh: bool = False) -> dict[str, str]:
         return {node: node for node in self.get_available_nodes()}
+
+    def is_node_deleted(self, nodename: str) -> bool:
+        return (self.GONE_IS_DELETED
+                and nodename not in self.get_available_nodes())
 
 
 # nova/virt/driver.py load_compute_driver imports 'nova.virt.<name>' only;

@@ -16,63 +16,8 @@ The full listing runs every 600 s, so any change the filters see within a
 test came by an event, unless the view's listing counter moved. The broker
 is stopped mid-test to show the fallback to polling and the way back.
 """
-import time
-from collections.abc import Callable
 
-from nova_drain_filters import ironic_events
-from tests.functional import test_baremetal_scheduling as scheduling
-from tests.functional.services import rabbitmq_server
-
-
-class EventModeTestBase(scheduling.BaremetalTestBase):
-    NODES = {"a": "available", "b": "available", "c": "available"}
-
-    def setUp(self) -> None:
-        self.broker = self.useFixture(
-            rabbitmq_server.RabbitMQServerFixture()).server
-        # nova.conf as an operator writes it for event mode.
-        self.DRAIN_OPTIONS = {
-            "baremetal_notifications": True,
-            "baremetal_notifications_url": self.broker.transport_url,
-            "baremetal_notifications_fallback_interval": 1,
-            "baremetal_refresh_interval": 600,
-            "baremetal_max_snapshot_age": 900,
-        }
-        super().setUp()
-        events = self.drain.view._events
-        assert events is not None, "the view did not start its listener"
-        self.events: ironic_events.EventListener = events
-        self.wait_until("the listener settles", lambda: self.events.settled,
-                        timeout=60)
-
-    def wait_for_first_listing(self) -> None:
-        # With a 600 s interval the next listing is far off; no node here is
-        # deleted before the start, so any trusted listing will do. The
-        # listener lists once more when it first connects (setUp waits for
-        # that below).
-        self.wait_until("a first listing",
-                        lambda: self.drain.view.trusted() is not None)
-
-    def ironic_extra_config(self) -> dict[str, dict[str, str | int | bool]]:
-        return rabbitmq_server.ironic_notification_config(
-            self.broker.transport_url)
-
-    def wait_until(self, what: str, check: Callable[[], object],
-                   timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while not check():
-            if time.monotonic() > deadline:
-                self.fail(f"{what}: not within {timeout}s")
-            time.sleep(0.02)
-
-    def in_view(self, name: str) -> object:
-        snap = self.drain.view.trusted()
-        assert snap is not None
-        return snap.nodes.get(self.nodes[name])
-
-    def maintenance(self, name: str) -> bool:
-        node = self.in_view(name)
-        return node is not None and bool(node.maintenance)
+from tests.functional.baremetal_base import EventModeTestBase
 
 
 class EventsReachTheSchedulerTest(EventModeTestBase):

@@ -20,81 +20,8 @@ nova-compute periodic in between.
 """
 import time
 
-from tests.functional import base
-from tests.functional import fake_ironic_driver
-from tests.functional.services import ironic_client
-from tests.functional.services import ironic_server
-
-REFRESH = 1
-
-
-class BaremetalTestBase(base.DrainTestBase):
-    HOSTS = ("bm-compute",)
-    COMPUTE_DRIVER = "drain_fake_ironic.FakeIronicDriver"
-    DRAIN_OPTIONS = {"baremetal_refresh_interval": REFRESH,
-                     "baremetal_max_snapshot_age": 60}
-    #: name -> how to prepare the node in Ironic before Nova starts.
-    NODES: dict[str, str] = {}
-
-    def ironic_extra_config(self) -> dict[str, dict[str, str | int | bool]]:
-        """ironic.conf sections over the defaults (event mode adds some)."""
-        return {}
-
-    def setUp(self) -> None:
-        server = self.useFixture(ironic_server.IronicServerFixture(
-            extra_config=self.ironic_extra_config()))
-        self.ironic_fixture = server
-        self.ironic_url = server.url
-        self.ironic = ironic_client.IronicTestClient(server.url)
-        self.addCleanup(self.ironic.close)
-        self.nodes = {name: self._prepare(name, how)
-                      for name, how in self.NODES.items()}
-        self.by_uuid = {uuid: name for name, uuid in self.nodes.items()}
-        driver = fake_ironic_driver.FakeIronicDriver
-        self.addCleanup(setattr, driver, "NODES", driver.NODES)
-        driver.NODES = list(self.nodes.values())
-        super().setUp()
-        self.wait_for_first_listing()
-
-    def wait_for_first_listing(self) -> None:
-        """Nova started the refresher when it loaded the filters. Wait for a
-        listing that started after the compute node records were written,
-        so that the node deleted from Ironic counts as known before it.
-        """
-        self.wait_for_refresh_after(time.monotonic())
-
-    def _prepare(self, name: str, how: str) -> str:
-        node = self.ironic.make_available_node(name=name)
-        uuid = node["uuid"]
-        self.ironic.set_power_state(uuid, "power off")
-        if how == "maintenance":
-            self.ironic.set_maintenance(uuid, True, reason="disk swap")
-        elif how == "manageable":
-            self.ironic.manage(uuid)
-        elif how == "clean failed":
-            self.ironic.manage(uuid)
-            self.ironic.fail_cleaning(uuid)
-        elif how == "deleted":
-            self.ironic.delete_node(uuid)
-        return uuid
-
-    def node_of(self, server: dict) -> str:
-        return self.by_uuid[server["OS-EXT-SRV-ATTR:hypervisor_hostname"]]
-
-    def wait_for_refresh_after(self, moment: float, timeout: float = 15) -> None:
-        """Wait until the view holds a listing that started after moment.
-
-        Take ``moment`` after the change has been made (the Ironic calls
-        returned), never before: a listing that starts in between may read
-        the old state.
-        """
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            snap = self.drain.view.trusted()
-            if snap is not None and snap.started_at > moment:
-                return
-            time.sleep(0.05)
-        self.fail(f"no Ironic refresh within {timeout}s")
+from tests.functional.baremetal_base import REFRESH
+from tests.functional.baremetal_base import BaremetalTestBase
 
 
 class BootsLandOnAvailableNodesTest(BaremetalTestBase):

@@ -14,7 +14,7 @@
 
 Each round makes fresh orphans (``orphan_cloud``), then starts two runs of
 what ``openstack drain orphan clear --yes`` does (``orphans.gather``, then
-``orphans.clear_consumer`` per consumer), each with its own clients, in two
+``orphan_clear.clear_consumer`` per consumer), each with its own clients, in two
 threads released together. One run clears the consumers in order, the other
 in reverse order every other round, so they meet on the same consumer.
 
@@ -40,6 +40,7 @@ from typing import Any
 
 from testtools import content
 
+from nova_drain_filters import orphan_clear
 from nova_drain_filters import orphans
 from nova_drain_filters.clients import compute
 from tests.functional import orphan_cloud
@@ -48,8 +49,8 @@ ROUNDS = 4
 MAX_ROUNDS = 12
 ORPHANS = 5
 SEED = int(os.environ.get("NDF_CLEAR_SEED", "8"))
-DONE = ("deleted", "rewritten, kept 1 provider(s)")
-GONE = "already gone"
+DONE = (orphan_clear.Outcome.DELETED, orphan_clear.Outcome.REWRITTEN)
+GONE = orphan_clear.Outcome.ALREADY_GONE
 
 
 class Interleaved(orphan_cloud.Counting):
@@ -72,12 +73,12 @@ class InterleavedCompute(Interleaved, compute.ComputeClient):
 
 
 def clear_run(nova: Any, placement: Any,
-              reverse: bool) -> dict[str, orphans.ClearOutcome]:
+              reverse: bool) -> dict[str, orphan_clear.ClearOutcome]:
     """What ``orphan clear --yes`` does: list, then clear each consumer."""
     drops: dict[str, dict[str, str | None]] = {}
     for orphan in orphans.gather(nova, placement):
         drops.setdefault(orphan.consumer, {})[orphan.provider] = orphan.node
-    return {consumer: orphans.clear_consumer(nova, placement, consumer,
+    return {consumer: orphan_clear.clear_consumer(nova, placement, consumer,
                                              drops[consumer])
             for consumer in sorted(drops, reverse=reverse)}
 
@@ -102,7 +103,7 @@ class TwoClearsTest(orphan_cloud.OrphanCloudBase):
             runs = self.run_together(rng, reverse=bool(round_ % 2))
             for run in runs:
                 conflicts += run[1]
-                outcomes.update(o.result for o in run[0].values())
+                outcomes.update(o.result.value for o in run[0].values())
                 outcomes["rows that met a 409"] += sum(
                     bool(o.conflicts) for o in run[0].values())
             double += self.check_once(made, [r[0] for r in runs], where)
@@ -144,7 +145,7 @@ class TwoClearsTest(orphan_cloud.OrphanCloudBase):
         return results
 
     def check_once(self, made: dict[str, Any],
-                   runs: list[dict[str, orphans.ClearOutcome]],
+                   runs: list[dict[str, orphan_clear.ClearOutcome]],
                    where: str) -> int:
         """Each orphan removed by one run; the other: gone or not listed.
 

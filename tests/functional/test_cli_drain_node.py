@@ -18,9 +18,9 @@ import sys
 from typing import Any
 
 from nova_drain_filters import traits
+from tests.functional import baremetal_base
 from tests.functional import cli_harness
 from tests.functional import fake_ironic_driver
-from tests.functional import test_baremetal_scheduling
 from tests.functional.services import ironic_server
 
 MARK = traits.DRAIN_HOST
@@ -47,7 +47,7 @@ sys.modules["nova.virt.drain_trait_copy"] = sys.modules[__name__]
 
 
 class NodeDrainTest(cli_harness.CliTestBase,
-                    test_baremetal_scheduling.BaremetalTestBase):
+                    baremetal_base.BaremetalTestBase):
     COMPUTE_DRIVER = "drain_trait_copy.TraitCopyingIronicDriver"
     NODES = {"a": "available", "b": "available"}
 

@@ -20,8 +20,8 @@ from nova import objects
 from oslo_utils import uuidutils
 
 from nova_drain_filters.clients import nova_db
+from tests.functional import base
 from tests.functional import cli_harness
-from tests.functional import test_stale_nodes
 
 
 class StoppedServiceTest(cli_harness.CliTestBase):
@@ -182,7 +182,7 @@ class StoppedServiceTest(cli_harness.CliTestBase):
 
 
 class DuplicateAndProviderTest(cli_harness.CliTestBase,
-                               test_stale_nodes.RebalanceDuplicateMixin):
+                               base.RebalanceDuplicateMixin):
     """A rebalance duplicate and a provider whose compute node is gone."""
 
     def setUp(self) -> None:

@@ -23,9 +23,9 @@ import fixtures
 import testtools
 
 from nova_drain_filters import traits
+from tests.functional import baremetal_base
+from tests.functional import base
 from tests.functional import cli_harness
-from tests.functional import test_baremetal_scheduling
-from tests.functional import test_stale_nodes
 from tests.functional.services import process
 
 BM = traits.BAREMETAL_UNAVAILABLE
@@ -33,7 +33,7 @@ STALE = traits.STALE_NODE
 
 
 class SyncTest(cli_harness.CliTestBase,
-               test_baremetal_scheduling.BaremetalTestBase):
+               baremetal_base.BaremetalTestBase):
     NODES = {"a": "available", "b": "maintenance", "c": "available"}
 
     def test_sync_then_placement_keeps_them_out(self) -> None:
@@ -66,6 +66,8 @@ class SyncTest(cli_harness.CliTestBase,
         self.assertIn(BM, self._get_provider_traits(self.nodes["b"]))
         self.assertIn(STALE, self._get_provider_traits(self.nodes["c"]))
         self.assertEqual([], self.cli_json("drain", "sync"))
+        # --yes, as every changing command takes it (issue 21 finding 5).
+        self.assertEqual([], self.cli_json("drain", "sync", "--yes"))
 
         # The scheduler's view would reject b anyway; placement now keeps
         # both b and c out of the candidates before any filter runs.
@@ -127,7 +129,7 @@ class SyncTest(cli_harness.CliTestBase,
 
 
 class NoIronicSyncTest(cli_harness.CliTestBase,
-                       test_stale_nodes.RebalanceDuplicateMixin):
+                       base.RebalanceDuplicateMixin):
     """A cloud whose catalog has no baremetal endpoint."""
 
     def test_sync_marks_the_duplicate(self) -> None:

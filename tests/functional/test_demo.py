@@ -12,7 +12,7 @@
 
 """The newcomer test: every act of ``tools/demo.sh`` does what it says.
 
-The same cases the demo runs (tools/demo_acts/), with small sizes, so that
+The same cases the demo runs (tests/functional/demo/), with small sizes, so that
 the demo cannot rot. Each act records the claims of it that did not hold;
 here none may. Act 3 runs in event mode when rabbitmq-server is installed,
 as the demo does. Services get free ports and temp dirs and are stopped by
@@ -20,10 +20,10 @@ PID (tests/functional/services/process.py), so two workers can run this.
 """
 from typing import Any
 
-from tools.demo_acts import baremetal
-from tools.demo_acts import drain
-from tools.demo_acts import hosts
-from tools.demo_acts import records
+from tests.functional.demo import baremetal
+from tests.functional.demo import drain
+from tests.functional.demo import hosts
+from tests.functional.demo import records
 
 
 class Verdict:

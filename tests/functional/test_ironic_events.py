@@ -29,7 +29,7 @@ from typing import Any
 import fixtures
 import testtools
 
-from nova_drain_filters import ironic_event_pools as pools
+from nova_drain_filters.ironic_view import pools
 from tests.functional.services import ironic_server
 from tests.functional.services import process
 from tests.functional.services import rabbitmq_server

@@ -13,30 +13,10 @@
 """StaleComputeNodeFilter inside Nova's real scheduler."""
 import datetime
 
-from nova_drain_filters import fixtures as ndf_fixtures
 from tests.functional import base
 
 
-class RebalanceDuplicateMixin(base.DrainTestBase):
-    """host2 owns node-x; a rebalance left a duplicate record on host1.
-
-    The duplicate is made the way it looks after a racy Ironic rebalance
-    (Nova bugs 1853009, 1841481): a second compute node row for node-x under
-    host1, whose service is still alive, with its own resource provider.
-    It looks bigger than anything else, so the weighers prefer it.
-    """
-
-    def setUp(self) -> None:
-        super().setUp()
-        host2 = self.computes["host2"]
-        host2.manager.driver._set_nodes(["host2", "node-x"])
-        host2.manager.update_available_resource(self.ctxt)
-        live = self.compute_node("host2", "node-x")
-        self.dup_uuid = ndf_fixtures.make_rebalance_duplicate(
-            self.ctxt, self.placement, live, "host1")
-
-
-class DuplicateNodeTest(RebalanceDuplicateMixin):
+class DuplicateNodeTest(base.RebalanceDuplicateMixin):
     def test_duplicate_rejected_and_boot_lands_on_live_record(self) -> None:
         server = self.boot()
         landed = (server["OS-EXT-SRV-ATTR:host"],
@@ -53,7 +33,7 @@ class DuplicateNodeTest(RebalanceDuplicateMixin):
         self.assertEqual({}, allocations["allocations"])
 
 
-class DuplicateNodeWithoutFiltersTest(RebalanceDuplicateMixin):
+class DuplicateNodeWithoutFiltersTest(base.RebalanceDuplicateMixin):
     DRAIN = False
 
     def test_duplicate_is_chosen_first(self) -> None:

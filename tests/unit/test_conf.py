@@ -10,18 +10,17 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-import os
 import types
 
 import ddt
-import fixtures
 import testtools
 from oslo_config import cfg
-from oslo_config import fixture as config_fixture
 from oslo_config import types as cfg_types
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import traits
+from nova_drain_filters.conf import validation
+from tests.unit.base import ConfTestCase
 
 GROUP = drain_conf.GROUP
 OPTS = {opt.dest: opt for _group, opts in drain_conf.list_opts()
@@ -65,27 +64,6 @@ def accepted(opt: cfg.Opt, kind: str) -> bool:
 
 
 CASES = [(name, kind) for name in OPTS for kind in KINDS]
-
-
-class ConfTestCase(testtools.TestCase):
-    def setUp(self) -> None:
-        super().setUp()
-        self.conf = cfg.ConfigOpts()
-        drain_conf.register_opts(self.conf)
-        self.fixture = self.useFixture(config_fixture.Config(self.conf))
-        self.tmp = self.useFixture(fixtures.TempDir()).path
-
-    def load(self, *lines: str) -> cfg.ConfigOpts:
-        """A fresh ConfigOpts loaded from a nova.conf with these lines."""
-        path = os.path.join(self.tmp, "nova.conf")
-        with open(path, "w") as f:
-            f.write("[DEFAULT]\ndebug = False\n\n[drain_filters]\n")
-            f.write("".join(line + "\n" for line in lines))
-        conf = cfg.ConfigOpts()
-        drain_conf.register_opts(conf)
-        conf(args=[], default_config_files=[path])
-        self.addCleanup(conf.reset)
-        return conf
 
 
 class TestRegisterAndList(ConfTestCase):
@@ -246,7 +224,7 @@ class TestCheckValueIsGeneric(testtools.TestCase):
     """The rules follow a declaration, whatever option it is."""
 
     def check(self, opt: cfg.Opt, value: object) -> str | None:
-        return drain_conf._check_value(opt, value)
+        return validation.check_value(opt, value)
 
     def test_empty_number_rejected_unless_none_is_the_default(self) -> None:
         self.assertIn("empty value", str(self.check(

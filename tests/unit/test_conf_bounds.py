@@ -12,10 +12,10 @@
 
 """The Ironic view's intervals have upper bounds (issue 14 item 4)."""
 from nova_drain_filters import conf as drain_conf
-from tests.unit import test_conf
+from tests.unit import base
 
 
-class TestIntervalBounds(test_conf.ConfTestCase):
+class TestIntervalBounds(base.ConfTestCase):
     def rejected(self, *lines: str) -> str:
         conf = self.load(*lines)
         exc = self.assertRaises(drain_conf.ConfigError,

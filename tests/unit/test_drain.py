@@ -13,6 +13,7 @@
 """The drain decisions: phases (truth tables) and the plan of each command."""
 import testtools
 
+from nova_drain_filters import decisions
 from nova_drain_filters import drain
 from nova_drain_filters.drain import Action
 from nova_drain_filters.drain import Phase
@@ -21,8 +22,11 @@ A = drain.Action
 
 
 def service(disabled: bool = False, reason: str | None = None,
-            reports: bool = True, uuid: str = "svc") -> drain.ServiceState:
-    return drain.ServiceState(uuid, disabled, reason, reports)
+            reports: bool = True, uuid: str = "svc"
+            ) -> decisions.ServiceFacts:
+    return decisions.ServiceFacts("h1", disabled, forced_down=False,
+                                  is_up=reports, disabled_reason=reason,
+                                  uuid=uuid)
 
 
 def node(uuid: str = "n1", placement: bool = False, ironic_mark: bool = False,
@@ -34,7 +38,7 @@ def node(uuid: str = "n1", placement: bool = False, ironic_mark: bool = False,
 _UP = service()
 
 
-def host(name: str = "h1", svc: drain.ServiceState | None = _UP,
+def host(name: str = "h1", svc: decisions.ServiceFacts | None = _UP,
          nodes: tuple[drain.NodeMark, ...] | None = None,
          **load: tuple[str, ...]) -> drain.HostFacts:
     """A host with one unmarked libvirt node; ``svc=None``: released."""
@@ -79,10 +83,10 @@ class TestHostPhase(testtools.TestCase):
         self.assertEqual(Phase.DRAINED, drain.host_phase(facts))
 
     def test_ours_needs_the_prefix_and_a_disable(self) -> None:
-        self.assertTrue(service(True, "drain: x").ours)
-        self.assertFalse(service(True, "not drain: x").ours)
-        self.assertFalse(service(False, "drain: x").ours)
-        self.assertFalse(service(True, None).ours)
+        self.assertTrue(drain.ours(service(True, "drain: x")))
+        self.assertFalse(drain.ours(service(True, "not drain: x")))
+        self.assertFalse(drain.ours(service(False, "drain: x")))
+        self.assertFalse(drain.ours(service(True, None)))
 
 
 class TestBlockers(testtools.TestCase):

@@ -19,10 +19,11 @@ from nova import objects
 from nova import servicegroup
 from nova.scheduler import request_filter as nova_request_filter
 from nova.scheduler.client import report
-from oslo_config import cfg
+from nova.servicegroup.drivers import db as servicegroup_db
 
 from nova_drain_filters import nova_compat
 from nova_drain_filters import request_filter
+from nova_drain_filters.filters import base
 from nova_drain_filters.filters import disabled_service_filter
 from tests.unit.filters import helpers
 
@@ -72,6 +73,9 @@ class TestThisNova(CompatTestCase):
                       nova_compat.request_filters())
         self.assertIsInstance(nova_compat.servicegroup_api(),
                               servicegroup.API)
+        self.assertIs(servicegroup.API, nova_compat.servicegroup_api_class())
+        self.assertIs(servicegroup_db.DbDriver,
+                      nova_compat.servicegroup_db_driver())
         # Calling it builds a real client from [placement]; the functional
         # tests use it through Nova's harness.
         self.assertIs(report.report_client_singleton,
@@ -116,6 +120,13 @@ class TestMissingInternals(CompatTestCase):
         self.remove("servicegroup")
         api = nova_compat.servicegroup_api()
         self.assertTrue(api.service_is_up({"host": "h"}))
+
+    def test_db_driver_missing_is_a_gap(self) -> None:
+        self.remove("servicegroup_db")
+        self.assertIsNone(nova_compat.servicegroup_db_driver())
+        gaps = {gap.what: gap.why for gap in nova_compat.gaps()}
+        self.assertIn("the same verdict, more slowly",
+                      gaps["nova.servicegroup.drivers.db.DbDriver"])
 
     def test_no_request_filter_list(self) -> None:
         self.remove("request_filters")
@@ -203,6 +214,18 @@ class TestFiltersWithoutInternals(helpers.FilterTestCase):
         # Liveness is Nova's call; without it only flags are rejected.
         self.assertEqual(["up", "silent"], [h.host for h in passed])
 
+    def test_service_filter_without_the_db_driver_asks_nova(self) -> None:
+        # filters/base.py read DbDriver through nova_compat at import; a
+        # Nova without it leaves UpCheck no shortcut, only Nova's verdict.
+        self.useFixture(fixtures.MockPatchObject(base, "_DB_DRIVER", None))
+        api = nova_compat.servicegroup_api()
+        self.assertIsNone(base.UpCheck(api).window)
+        filt = disabled_service_filter.DisabledServiceFilter()
+        hosts = [self.host("up"), self.host("off", disabled=True),
+                 self.host("silent", last_seen_up=helpers.ago(3600))]
+        self.assertEqual(["up"], [h.host for h in
+                                  filt.filter_all(hosts, self.spec())])
+
     def test_rebuild_still_skipped_without_novas_helper(self) -> None:
         self.remove("request_is_rebuild")
         filt = disabled_service_filter.DisabledServiceFilter()
@@ -215,37 +238,3 @@ class TestFiltersWithoutInternals(helpers.FilterTestCase):
         request_filter.install()
         self.assertFalse(request_filter.uninstall())
         self.assertFalse(hasattr(nova_request_filter, "ALL_REQUEST_FILTERS"))
-
-
-class TestConfigFixture(testtools.TestCase):
-    """Undo only our own changes, so Nova's test defaults survive."""
-
-    def setUp(self) -> None:
-        super().setUp()
-        self.conf = cfg.ConfigOpts()
-        self.conf.register_opts([cfg.IntOpt("timeout", default=160),
-                                 cfg.StrOpt("name", default="a")])
-        self.conf([], default_config_files=[])
-
-    def test_keeps_other_defaults_and_overrides(self) -> None:
-        self.conf.set_default("timeout", 0)
-        self.conf.set_override("name", "outer")
-        fixture = nova_compat.config_fixture(self.conf)
-        fixture.setUp()
-        fixture.config(name="inner")
-        fixture.register_opt(cfg.BoolOpt("extra", default=True))
-        self.assertEqual("inner", self.conf.name)
-        self.assertTrue(self.conf.extra)
-        fixture.cleanUp()
-        # oslo's own Config fixture would leave timeout=160, name="a".
-        self.assertEqual(0, self.conf.timeout)
-        self.assertEqual("outer", self.conf.name)
-        self.assertNotIn("extra", self.conf)
-
-    def test_new_override_is_cleared(self) -> None:
-        fixture = nova_compat.config_fixture(self.conf)
-        fixture.setUp()
-        fixture.config(timeout=5)
-        self.assertEqual(5, self.conf.timeout)
-        fixture.cleanUp()
-        self.assertEqual(160, self.conf.timeout)

@@ -17,8 +17,11 @@ from typing import Any
 import testtools
 
 from nova_drain_filters import decisions
+from nova_drain_filters import orphan_clear
 from nova_drain_filters import orphans
 from tests.unit import drain_fakes as df
+
+Outcome, Keep = orphan_clear.Outcome, orphan_clear.Keep
 
 RC = decisions.ReasonCode
 N1 = df.hv("rp-n1", "n1", host="c1")
@@ -93,8 +96,8 @@ class TestFindOrphans(testtools.TestCase):
 
     def test_moving_statuses_are_live_elsewhere(self) -> None:
         self.assertEqual({"MIGRATING", "RESIZE", "VERIFY_RESIZE",
-                          "REVERT_RESIZE", "REBUILD"}, set(orphans.MOVING))
-        for status in sorted(orphans.MOVING):
+                          "REVERT_RESIZE", "REBUILD"}, set(orphan_clear.MOVING))
+        for status in sorted(orphan_clear.MOVING):
             self.assertEqual([], judge("inst-1", servers=[
                 df.server("inst-1", "n2", "c2", status=status)]), status)
         self.assertEqual(1, len(judge("inst-1", servers=[
@@ -108,7 +111,7 @@ class TestFindOrphans(testtools.TestCase):
 
     def test_reason_for_without_node(self) -> None:
         # ClearStale asks with node None: an instance with a node is elsewhere.
-        reason = orphans.reason_for(df.server("i", "n2", "c2"), None)
+        reason = orphan_clear.reason_for(df.server("i", "n2", "c2"), None)
         self.assertEqual(RC.INSTANCE_ELSEWHERE, reason.code)
 
 
@@ -296,25 +299,27 @@ class TestGatherNovaTrees(testtools.TestCase):
 
 class TestClearConsumer(testtools.TestCase):
     def clear(self, server: Any = None, current: Any = None,
-              drop: Any = None, dry_run: bool = False) -> orphans.ClearOutcome:
+              drop: Any = None, dry_run: bool = False) -> orphan_clear.ClearOutcome:
         self.nova = df.FakeNova(servers=[server] if server else [])
         self.placement = df.FakeAllocations(
             consumers={"inst": current} if current is not None else {})
-        return orphans.clear_consumer(self.nova, self.placement, "inst",
+        return orphan_clear.clear_consumer(self.nova, self.placement, "inst",
                                       drop or {"rp-n1": "n1"}, dry_run)
 
     def test_instance_reappeared_on_the_node_is_skipped(self) -> None:
         outcome = self.clear(df.server("inst", "n1"), df.consumer(
             {"rp-n1": {"VCPU": 1}}))
-        self.assertEqual(orphans.ClearOutcome(
-            "inst", ("rp-n1",), "skipped", "instance is on n1 now"), outcome)
+        self.assertEqual(orphan_clear.ClearOutcome(
+            "inst", ("rp-n1",), Outcome.SKIPPED,
+            orphan_clear.Kept(Keep.ON_NODE, "n1")), outcome)
         self.assertEqual([], self.placement.calls)
 
     def test_migration_consumer_is_skipped(self) -> None:
         outcome = self.clear(current=df.consumer(
             {"rp-n1": {"VCPU": 1}}, consumer_type="MIGRATION"))
-        self.assertEqual(("skipped", "consumer is a migration"),
-                         (outcome.result, outcome.error))
+        self.assertEqual(
+            (Outcome.SKIPPED, orphan_clear.Kept(Keep.MIGRATION)),
+            (outcome.result, outcome.kept))
         self.assertEqual([], self.placement.writes)
 
     def test_partial_drop_rewrites_the_rest(self) -> None:
@@ -322,8 +327,8 @@ class TestClearConsumer(testtools.TestCase):
                                "rp-gpu": {"VGPU": 1}}, generation=7)
         outcome = self.clear(df.server("inst", "n2", "c2"), current,
                              drop={"rp-n1": "n1", "rp-gpu": "n1"})
-        self.assertEqual(orphans.ClearOutcome(
-            "inst", ("rp-gpu", "rp-n1"), "rewritten, kept 1 provider(s)"),
+        self.assertEqual(orphan_clear.ClearOutcome(
+            "inst", ("rp-gpu", "rp-n1"), Outcome.REWRITTEN, others=1),
             outcome)
         [(_, uuid, keep, sent)] = self.placement.writes
         self.assertEqual(("inst", {"rp-n2": current["allocations"]["rp-n2"]}),
@@ -332,24 +337,24 @@ class TestClearConsumer(testtools.TestCase):
 
     def test_dropping_everything_deletes(self) -> None:
         outcome = self.clear(current=df.consumer({"rp-n1": {"VCPU": 1}}))
-        self.assertEqual("deleted", outcome.result)
+        self.assertEqual(Outcome.DELETED, outcome.result)
         self.assertEqual([("delete_consumer_allocations", "inst")],
                          self.placement.writes)
 
     def test_already_gone(self) -> None:
         outcome = self.clear(current=df.consumer({"rp-n2": {"VCPU": 1}}))
-        self.assertEqual("already gone", outcome.result)
+        self.assertEqual(Outcome.ALREADY_GONE, outcome.result)
         self.assertEqual([], self.placement.writes)
-        self.assertEqual("already gone", self.clear().result)
+        self.assertEqual(Outcome.ALREADY_GONE, self.clear().result)
 
     def test_dry_run_writes_nothing(self) -> None:
         rewrite = self.clear(current=df.consumer(
             {"rp-n1": {"VCPU": 1}, "rp-n2": {"VCPU": 1}}), dry_run=True)
-        self.assertEqual("would rewrite", rewrite.result)
+        self.assertEqual(Outcome.WOULD_REWRITE, rewrite.result)
         self.assertEqual([], self.placement.writes)
         delete = self.clear(current=df.consumer({"rp-n1": {"VCPU": 1}}),
                             dry_run=True)
-        self.assertEqual("would delete", delete.result)
+        self.assertEqual(Outcome.WOULD_DELETE, delete.result)
         self.assertEqual([], self.placement.writes)
 
     def test_without_a_node_an_existing_instance_is_never_cleared(
@@ -360,26 +365,28 @@ class TestClearConsumer(testtools.TestCase):
             outcome = self.clear(df.server("inst", node, "c2"),
                                  df.consumer({"rp-n1": {"VCPU": 1}}),
                                  drop={"rp-n1": None})
-            self.assertEqual(orphans.ClearOutcome(
-                "inst", ("rp-n1",), "skipped", "no node known for provider "
-                "rp-n1 to check the instance against"), outcome)
+            self.assertEqual(orphan_clear.ClearOutcome(
+                "inst", ("rp-n1",), Outcome.SKIPPED,
+                orphan_clear.Kept(Keep.NODE_UNKNOWN, "rp-n1")), outcome)
             self.assertEqual([], self.placement.calls)
 
     def test_without_a_node_a_missing_consumer_is_cleared(self) -> None:
         outcome = self.clear(None, df.consumer({"rp-n1": {"VCPU": 1}}),
                              drop={"rp-n1": None})
-        self.assertEqual("deleted", outcome.result)
+        self.assertEqual(Outcome.DELETED, outcome.result)
         self.assertEqual([("inst",)], self.nova.called("server"))
 
     def test_instance_without_a_node_yet_is_skipped(self) -> None:
         outcome = self.clear(df.server("inst", None, None, "BUILD"),
                              df.consumer({"rp-n1": {"VCPU": 1}}))
-        self.assertEqual(("skipped", "instance has no node yet"),
-                         (outcome.result, outcome.error))
+        self.assertEqual(
+            (Outcome.SKIPPED, orphan_clear.Kept(Keep.NO_NODE_YET)),
+            (outcome.result, outcome.kept))
         self.assertEqual([], self.placement.calls)
 
     def test_moving_instance_is_skipped(self) -> None:
         outcome = self.clear(df.server("inst", "n2", "c2", "RESIZE"),
                              df.consumer({"rp-n1": {"VCPU": 1}}))
-        self.assertEqual(("skipped", "instance is RESIZE"),
-                         (outcome.result, outcome.error))
+        self.assertEqual(
+            (Outcome.SKIPPED, orphan_clear.Kept(Keep.MOVING, "RESIZE")),
+            (outcome.result, outcome.kept))

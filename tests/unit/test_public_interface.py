@@ -18,6 +18,7 @@ oslo-config-generator and openstackclient find us through entry points.
 A rename or a move of any of these must fail here first.
 """
 import importlib
+from collections.abc import Iterable
 from importlib import metadata
 
 import ddt
@@ -32,12 +33,20 @@ from stevedore import extension
 FILTER_NAMES = ("DisabledServiceFilter", "StaleComputeNodeFilter",
                 "BaremetalAvailabilityFilter")
 
-#: Every ``[drain_filters]`` option an operator may have set.
+#: The config group the options live in: ``[drain_filters]`` in nova.conf.
+GROUP = "drain_filters"
+
+#: Every ``[drain_filters]`` option an operator may have set. Pinned: a new
+#: option fails test_options_are_the_pinned_ones until it is added here, and
+#: a renamed one fails it for good.
 OPTION_NAMES = (
     "placement_prefilter", "forbidden_traits", "stale_node_max_age",
     "baremetal_refresh_interval", "baremetal_max_snapshot_age",
-    "baremetal_failure_mode", "ironic_missing_max_fraction",
-    "baremetal_page_size",
+    "baremetal_startup_wait", "baremetal_failure_mode",
+    "ironic_missing_max_fraction", "baremetal_page_size",
+    "baremetal_notifications", "baremetal_notifications_url",
+    "baremetal_notifications_topic", "baremetal_notifications_exchange",
+    "baremetal_notifications_fallback_interval",
 )
 
 #: What ``nova_drain_filters.fixtures`` offers other projects' tests.
@@ -45,18 +54,36 @@ FIXTURE_NAMES = ("DrainFilters", "PlacementAuth", "IronicEndpoint",
                  "BaremetalView", "NovaApiPaste", "api_paste_config",
                  "make_rebalance_duplicate")
 
-#: The ``openstack drain ...`` commands and the classes behind them.
+#: The ``openstack drain ...`` commands and the classes behind them. Pinned
+#: as OPTION_NAMES is: test_commands_are_the_pinned_ones counts them.
 COMMANDS = {
     "drain_stale_list": "osc_plugin.v1.stale:ListStale",
     "drain_stale_clear": "osc_plugin.v1.stale:ClearStale",
     "drain_orphan_list": "osc_plugin.v1.orphan:ListOrphan",
     "drain_orphan_clear": "osc_plugin.v1.orphan:ClearOrphan",
     "drain_sync": "osc_plugin.v1.sync:RunSync",
+    "drain_host_start": "osc_plugin.v1.host:StartHost",
+    "drain_host_show": "osc_plugin.v1.host:ShowHost",
+    "drain_host_finish": "osc_plugin.v1.host:FinishHost",
+    "drain_host_cancel": "osc_plugin.v1.host:CancelHost",
+    "drain_host_migrate": "osc_plugin.v1.migrate:MigrateHost",
+    "drain_node_start": "osc_plugin.v1.node:StartNode",
+    "drain_node_show": "osc_plugin.v1.node:ShowNode",
+    "drain_node_cancel": "osc_plugin.v1.node:CancelNode",
 }
-
 
 def entry_points(group: str) -> dict[str, metadata.EntryPoint]:
     return {ep.name: ep for ep in metadata.entry_points(group=group)}
+
+
+def differences(kind: str, found: Iterable[str],
+                pinned: Iterable[str]) -> list[str]:
+    """How the names found differ from a pinned list here, in words."""
+    found_set, pinned_set = set(found), set(pinned)
+    return ([f"new {kind} {name!r}: add it to the pinned list in "
+             f"{__name__}" for name in sorted(found_set - pinned_set)]
+            + [f"{kind} {name!r} is pinned but gone (renamed or removed?)"
+               for name in sorted(pinned_set - found_set)])
 
 
 @ddt.ddt
@@ -74,6 +101,26 @@ class TestPublicInterface(testtools.TestCase):
         classes = nova_filters.HostFilterHandler().get_matching_classes(
             ["nova_drain_filters.filters.all_filters"])
         self.assertEqual(set(FILTER_NAMES), {c.__name__ for c in classes})
+
+    def test_filters_are_the_pinned_ones(self) -> None:
+        from nova_drain_filters.filters import FILTER_CLASSES
+
+        self.assertEqual([], differences(
+            "filter", [cls.__name__ for cls in FILTER_CLASSES], FILTER_NAMES))
+
+    def test_options_are_the_pinned_ones(self) -> None:
+        from nova_drain_filters import conf as drain_conf
+
+        listed = drain_conf.list_opts()
+        self.assertEqual([GROUP], [group.name for group, _opts in listed])
+        self.assertEqual(GROUP, drain_conf.GROUP)
+        self.assertEqual([], differences(
+            "option", [opt.dest for _group, opts in listed for opt in opts],
+            OPTION_NAMES))
+
+    def test_commands_are_the_pinned_ones(self) -> None:
+        self.assertEqual([], differences(
+            "command", entry_points("openstack.drain.v1"), COMMANDS))
 
     @ddt.data(*FILTER_NAMES)
     def test_filter_class_importable_by_name(self, name: str) -> None:
@@ -95,7 +142,7 @@ class TestPublicInterface(testtools.TestCase):
         drain_conf.register_opts(conf)
         conf([])
         for name in OPTION_NAMES:
-            self.assertIn(name, conf.drain_filters, name)
+            self.assertIn(name, conf[GROUP], name)
 
     def test_oslo_config_opts_entry_point(self) -> None:
         # How oslo-config-generator (tox -e genconfig) loads it.
@@ -105,8 +152,8 @@ class TestPublicInterface(testtools.TestCase):
         mgr = driver.DriverManager("oslo.config.opts", "nova_drain_filters")
         groups = {getattr(group, "name", group): [o.name for o in opts]
                   for group, opts in mgr.driver()}
-        self.assertEqual(["drain_filters"], list(groups))
-        self.assertTrue(set(OPTION_NAMES) <= set(groups["drain_filters"]))
+        self.assertEqual([GROUP], list(groups))
+        self.assertEqual(set(OPTION_NAMES), set(groups[GROUP]))
 
     def test_openstack_cli_extension(self) -> None:
         eps = entry_points("openstack.cli.extension")
@@ -129,7 +176,7 @@ class TestPublicInterface(testtools.TestCase):
         # loader cliff's CommandManager uses.
         mgr = extension.ExtensionManager(
             "openstack.drain.v1", on_load_failure_callback=self._load_failed)
-        self.assertTrue(set(COMMANDS) <= set(mgr.names()))
+        self.assertEqual(set(COMMANDS), set(mgr.names()))
         for ext in mgr:
             self.assertTrue(issubclass(ext.plugin, command.Command), ext.name)
 

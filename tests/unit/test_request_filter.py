@@ -330,7 +330,7 @@ class PrefilterTestCase(testtools.TestCase):
                                                  self.guard))
         self.notes: list[tuple[Any, Any]] = []
         self.useFixture(fixtures.MockPatchObject(
-            summary, "record_prefilter",
+            request_filter, "_recorder",
             lambda spec, note: self.notes.append((spec, note))))
 
 
@@ -398,6 +398,25 @@ class TestDrainTraitsFilter(PrefilterTestCase):
         self.assertEqual(Skip.ERROR, self.notes[0][1].why)
         self.assertIs(False, request_filter.drain_traits_filter(None, object()))
         self.assertEqual(Skip.ERROR, self.notes[1][1].why)
+
+
+class TestRecorder(testtools.TestCase):
+    def test_the_filters_package_sends_outcomes_to_the_summary(self) -> None:
+        # request_filter does not import the filters package above it; the
+        # package wires the summary in when it is imported (drain_filters).
+        self.assertIsNotNone(drain_filters.FILTER_CLASSES)
+        self.assertIs(summary.record_prefilter, request_filter._recorder)
+
+    def test_without_a_recorder_the_outcome_goes_nowhere(self) -> None:
+        self.addCleanup(request_filter.set_recorder, request_filter._recorder)
+        request_filter.set_recorder(None)
+        self.useFixture(fixtures.MockPatchObject(
+            summary, "record_prefilter", lambda *a: self.fail("recorded")))
+        conf = self.useFixture(config_fixture.Config(cfg.CONF))
+        drain_conf.register_opts(cfg.CONF)
+        conf.config(group="drain_filters", placement_prefilter=False)
+        self.assertIs(False, request_filter.drain_traits_filter(
+            None, objects.RequestSpec()))
 
 
 class TestInstall(PrefilterTestCase):

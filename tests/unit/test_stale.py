@@ -23,7 +23,7 @@ from nova_drain_filters.clients import compute
 from tests.unit import drain_fakes as df
 
 RC = decisions.ReasonCode
-Step = stale.Step
+Action = stale.Action
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
 
 
@@ -135,23 +135,23 @@ class TestPlanClear(testtools.TestCase):
         hvs = [df.hv("u1"), df.hv("u2")]
         records = [record("u1", RC.SERVICE_DOWN),
                    record("u2", RC.SERVICE_FORCED_DOWN, RC.IRONIC_NODE_MISSING)]
-        self.assertEqual([stale.Action(
-            Step.DELETE_SERVICE, "svc-c1", "host c1, 2 node(s)", ("u1", "u2"))],
+        self.assertEqual([stale.Step(
+            Action.DELETE_SERVICE, "svc-c1", "host c1, 2 node(s)", ("u1", "u2"))],
             stale.plan_clear(records, hvs, {}))
 
     def test_service_with_a_node_not_stale_is_not_deleted(self) -> None:
         hvs = [df.hv("u1"), df.hv("u2")]
         actions = stale.plan_clear([record("u1", RC.SERVICE_DOWN)], hvs, {})
-        self.assertNotIn(Step.DELETE_SERVICE, [a.step for a in actions])
-        self.assertEqual([(Step.SKIP, "u1")],
-                         [(a.step, a.target) for a in actions])
+        self.assertNotIn(Action.DELETE_SERVICE, [a.action for a in actions])
+        self.assertEqual([(Action.SKIP, "u1")],
+                         [(a.action, a.target) for a in actions])
 
     def test_service_with_instances_skipped(self) -> None:
         hvs = [df.hv("u1"), df.hv("u2")]
         records = [record("u1", RC.SERVICE_DOWN, instances=2),
                    record("u2", RC.SERVICE_DOWN, instances=1)]
-        self.assertEqual([stale.Action(
-            Step.SKIP, "c1", "service has 3 instance(s)", ("u1", "u2"))],
+        self.assertEqual([stale.Step(
+            Action.SKIP, "c1", "service has 3 instance(s)", ("u1", "u2"))],
             stale.plan_clear(records, hvs, {}))
 
     def test_service_with_live_consumers_is_not_deleted(self) -> None:
@@ -160,22 +160,22 @@ class TestPlanClear(testtools.TestCase):
         # source).
         actions = stale.plan_clear([record("u1", RC.SERVICE_DOWN)],
                                    [df.hv("u1")], {"u1": ["mig-1"]})
-        self.assertEqual([Step.SKIP], [a.step for a in actions])
+        self.assertEqual([Action.SKIP], [a.action for a in actions])
 
     def test_service_not_down_is_not_deleted_whole(self) -> None:
         actions = stale.plan_clear([record("u1", RC.NODE_WITHOUT_PROVIDER)],
                                    [df.hv("u1")], {})
-        self.assertEqual([stale.Action(
-            Step.SKIP, "u1", "its service is alive and still reports it: "
+        self.assertEqual([stale.Step(
+            Action.SKIP, "u1", "its service is alive and still reports it: "
             "compute node with no resource provider", ("u1",))], actions)
 
     def test_provider_without_node(self) -> None:
         rp = record("rp-1", RC.PROVIDER_WITHOUT_NODE,
                     kind=stale.RESOURCE_PROVIDER)
-        self.assertEqual([stale.Action(Step.DELETE_PROVIDER, "rp-1",
+        self.assertEqual([stale.Step(Action.DELETE_PROVIDER, "rp-1",
                                        "no compute node", ("rp-1",))],
                          stale.plan_clear([rp], [], {"rp-1": []}))
-        self.assertEqual([stale.Action(Step.SKIP, "rp-1", "in use by a, b",
+        self.assertEqual([stale.Step(Action.SKIP, "rp-1", "in use by a, b",
                                        ("rp-1",))],
                          stale.plan_clear([rp], [], {"rp-1": ["b", "a"]}))
 
@@ -185,10 +185,10 @@ class TestPlanClear(testtools.TestCase):
         records = [record("u1", RC.DUPLICATE_NODE),
                    record("u2", RC.IRONIC_NODE_MISSING)]
         self.assertEqual([
-            stale.Action(Step.DELETE_COMPUTE_NODE, "u1",
+            stale.Step(Action.DELETE_COMPUTE_NODE, "u1",
                          "host c1 node node-u1: duplicate compute node",
                          ("u1",)),
-            stale.Action(Step.DELETE_COMPUTE_NODE, "u2",
+            stale.Step(Action.DELETE_COMPUTE_NODE, "u2",
                          "host c1 node node-u2: node missing from Ironic",
                          ("u2",))], stale.plan_clear(records, hvs, {}))
 
@@ -199,24 +199,24 @@ class TestPlanClear(testtools.TestCase):
                    record("u2", RC.IRONIC_NODE_MISSING)]
         actions = stale.plan_clear(records, hvs, {"u2": ["inst-9"]})
         self.assertEqual([
-            (Step.SKIP, "u1",
+            (Action.SKIP, "u1",
              "node node-u1 has 2 instance(s) and 0 live consumer(s)"),
-            (Step.SKIP, "u2",
+            (Action.SKIP, "u2",
              "node node-u2 has 0 instance(s) and 1 live consumer(s)")],
-            [(a.step, a.target, a.detail) for a in actions])
+            [(a.action, a.target, a.detail) for a in actions])
 
     def test_node_without_provider_under_live_service_skipped(self) -> None:
         hvs = [df.hv("u1"), df.hv("u2")]
         actions = stale.plan_clear(
             [record("u1", RC.NODE_WITHOUT_PROVIDER)], hvs, {})
-        self.assertEqual([Step.SKIP], [a.step for a in actions])
+        self.assertEqual([Action.SKIP], [a.action for a in actions])
         self.assertIn("still reports it", actions[0].detail)
 
     def test_skip_of_down_service_node_does_not_say_alive(self) -> None:
         # Only u1 of the down service's two nodes was named.
         actions = stale.plan_clear([record("u1", RC.SERVICE_DOWN)],
                                    [df.hv("u1"), df.hv("u2")], {})
-        self.assertEqual([Step.SKIP], [a.step for a in actions])
+        self.assertEqual([Action.SKIP], [a.action for a in actions])
         self.assertNotIn("service is alive", actions[0].detail)
 
     def test_services_before_records_and_sorted(self) -> None:
@@ -226,9 +226,9 @@ class TestPlanClear(testtools.TestCase):
                    record("u2", RC.SERVICE_DOWN, host="c2"),
                    record("u1", RC.SERVICE_DOWN, host="c1")]
         self.assertEqual(
-            [(Step.DELETE_SERVICE, "svc-c1"), (Step.DELETE_SERVICE, "svc-c2"),
-             (Step.DELETE_COMPUTE_NODE, "u3")],
-            [(a.step, a.target) for a in stale.plan_clear(records, hvs, {})])
+            [(Action.DELETE_SERVICE, "svc-c1"), (Action.DELETE_SERVICE, "svc-c2"),
+             (Action.DELETE_COMPUTE_NODE, "u3")],
+            [(a.action, a.target) for a in stale.plan_clear(records, hvs, {})])
 
 
 class TestJudgeListing(testtools.TestCase):

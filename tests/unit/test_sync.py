@@ -47,7 +47,7 @@ def by_uuid(*nodes: decisions.IronicNodeFacts
     return {n.uuid: n for n in nodes}
 
 
-def short(changes: list[sync.Change]) -> list[tuple[Any, ...]]:
+def short(changes: list[sync.Step]) -> list[tuple[Any, ...]]:
     return [(c.target, c.uuid, c.trait, c.action) for c in changes]
 
 
@@ -251,7 +251,7 @@ class TestRun(SyncTestCase):
             404, "no such provider", "placement")
         result = self.sync.run()
         self.assertFalse(result.ok)
-        failed = sorted((f.change.target, f.change.uuid, f.change.trait)
+        failed = sorted((f.step.target, f.step.uuid, f.step.trait)
                         for f in result.failures)
         self.assertEqual([(IR, "clean", BM), (PL, "gone", STALE)], failed)
         self.assertIn("conductor down", result.failures[0].error)
@@ -269,7 +269,7 @@ class TestRun(SyncTestCase):
             409, "generation kept changing", "placement")
         result = self.sync.run()
         self.assertEqual({(STALE, REMOVE), (BM, ADD)},
-                         {(f.change.trait, f.change.action)
+                         {(f.step.trait, f.step.action)
                           for f in result.failures})
 
     def test_ironic_lock_retried(self) -> None:
@@ -287,7 +287,7 @@ class TestRun(SyncTestCase):
         self.ironic.failures[("free", BM)] = [
             ironic_fakes.api_error(409, "locked") for _ in range(10)]
         result = self.sync.run()
-        self.assertEqual(["free"], [f.change.uuid for f in result.failures])
+        self.assertEqual(["free"], [f.step.uuid for f in result.failures])
         self.assertIn("HTTP 409: locked", result.failures[0].error)
         self.assertEqual(sync.IRONIC_LOCK_RETRIES + 1,
                          self.log.count(("ironic.remove_trait", "free", BM)))

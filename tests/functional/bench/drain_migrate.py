@@ -37,13 +37,13 @@ import math
 import os
 import sys
 import time
-import unittest
 from typing import Any
 
 import fixtures
 from nova import objects
 
 from nova_drain_filters.clients import http
+from tests.functional import harness_run
 from tests.functional import migrate_base
 
 PAIRS = (("host1", "host2"), ("host3", "host4"))
@@ -123,10 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     DrainMigrateBench.SERVERS = args.servers
     DrainMigrateBench.CONCURRENCY = tuple(
         int(c) for c in args.concurrency.split(","))
-    result = unittest.TestResult()
-    DrainMigrateBench("test_bench").run(result)
-    for _case, text in result.errors + result.failures:
-        print(text.strip().splitlines()[-1], file=sys.stderr)
+    case = DrainMigrateBench("test_bench")
+    stdlog = getattr(case, "stdlog", None)
+    error = harness_run.run_quietly(
+        case, lambda: stdlog.logger.output if stdlog else "")
+    if error:
+        print(f"the Nova harness failed: {error}", file=sys.stderr)
         return 1
     print(f"{args.servers} servers on 2 hosts, {args.seconds:g} s per live "
           "migration (fake driver), drained onto 2 others")

@@ -12,10 +12,10 @@
 
 """The ComputeClient and IronicClient calls the drain commands add."""
 from nova_drain_filters.clients import http
-from tests.unit.clients import test_compute
-from tests.unit.clients import test_ironic
-from tests.unit.clients.test_compute import ENDPOINT
-from tests.unit.clients.test_compute import SVC
+from tests.unit.clients import ironic_api
+from tests.unit.clients import nova_api
+from tests.unit.clients.nova_api import ENDPOINT
+from tests.unit.clients.nova_api import SVC
 
 
 def service_body(status: str = "enabled",
@@ -25,7 +25,7 @@ def service_body(status: str = "enabled",
             "updated_at": None}
 
 
-class TestServices(test_compute.NovaTestCase):
+class TestServices(nova_api.NovaTestCase):
     def test_one_hosts_services(self) -> None:
         self.mock.get(ENDPOINT + "/os-services",
                       json={"services": [service_body()]})
@@ -68,13 +68,13 @@ class TestServices(test_compute.NovaTestCase):
         self.assertRaises(http.ApiError, self.client.host_mapped, "c3")
 
     def test_servers_and_migrations_of_one_host(self) -> None:
-        self.mock.get(ENDPOINT + "/servers/detail", **test_compute.page(
-            "servers", [test_compute.server_body(test_compute.SRV1)]))
+        self.mock.get(ENDPOINT + "/servers/detail", **nova_api.page(
+            "servers", [nova_api.server_body(nova_api.SRV1)]))
         self.assertEqual(1, len(self.client.servers(host="c1")))
-        mig = dict(test_compute.mig_body(test_compute.MIG1, "running", 1),
+        mig = dict(nova_api.mig_body(nova_api.MIG1, "running", 1),
                    source_compute="c1", dest_compute="c2")
         self.mock.get(ENDPOINT + "/os-migrations",
-                      **test_compute.page("migrations", [mig]))
+                      **nova_api.page("migrations", [mig]))
         found = self.client.migrations_in_progress("c2")
         self.assertEqual([("c1", "c2")], [(m.source_compute, m.dest_compute)
                                           for m in found])
@@ -84,9 +84,9 @@ class TestServices(test_compute.NovaTestCase):
                          self.queries())
 
 
-class TestIronicNode(test_ironic.IronicTestCase):
+class TestIronicNode(ironic_api.IronicTestCase):
     def test_node_by_name_and_unknown(self) -> None:
-        url = test_ironic.ENDPOINT + "/v1/nodes/bm%201"
+        url = ironic_api.ENDPOINT + "/v1/nodes/bm%201"
         self.mock.get(url, json={"uuid": "u1", "name": "bm 1",
                                  "traits": ["CUSTOM_DRAIN_HOST"]})
         found = self.client.get_node("bm 1")
@@ -94,13 +94,13 @@ class TestIronicNode(test_ironic.IronicTestCase):
         self.assertEqual(("u1", frozenset({"CUSTOM_DRAIN_HOST"})),
                          (found.uuid, found.traits))
         self.assertIn("instance_uuid",
-                      test_ironic.query(self.mock.last_request)["fields"])
-        self.mock.get(test_ironic.ENDPOINT + "/v1/nodes/nope",
-                      status_code=404, json=test_ironic.ironic_error("no"))
+                      ironic_api.query(self.mock.last_request)["fields"])
+        self.mock.get(ironic_api.ENDPOINT + "/v1/nodes/nope",
+                      status_code=404, json=ironic_api.ironic_error("no"))
         self.assertIsNone(self.client.get_node("nope"))
 
     def test_node_traits(self) -> None:
-        self.mock.get(test_ironic.ENDPOINT + "/v1/nodes/u1/traits",
+        self.mock.get(ironic_api.ENDPOINT + "/v1/nodes/u1/traits",
                       json={"traits": ["A", "B"]})
         self.assertEqual({"A", "B"}, self.client.node_traits("u1"))
         self.assertEqual("baremetal 1.61", self.mock.last_request.headers[

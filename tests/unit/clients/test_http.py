@@ -11,8 +11,10 @@
 # under the License.
 
 import json
+from typing import Any
 
 import ddt
+import fixtures
 import requests
 import testtools
 from keystoneauth1 import adapter as ks_adapter
@@ -237,3 +239,82 @@ class TestServiceClient(testtools.TestCase):
         self.assertIsNone(exc.status)
         self.assertIn("EndpointNotFound", exc.message)
         self.assertEqual(0, self.mock.call_count)
+
+
+class TestPages(testtools.TestCase):
+    """``ServiceClient.pages``: the one limit/marker loop every list uses."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.mock = self.useFixture(rm_fixture.Fixture())
+        adapter = ks_adapter.Adapter(ks_session.Session(),
+                                     endpoint_override=ENDPOINT,
+                                     service_type="placement")
+        self.client = http.ServiceClient(adapter)
+        self.client.service = "placement"
+        self.asked: list[list[str]] = []
+
+    def serve(self, *pages: list[str]) -> None:
+        """Answer GET /things with ``pages``, chosen by the marker; each
+        page links a next one while one is left."""
+        by_marker: dict[str | None, dict[str, Any]] = {}
+        marker = None
+        for i, ids in enumerate(pages):
+            by_marker[marker] = {"things": ids, "more": i < len(pages) - 1}
+            marker = ids[-1] if ids else marker
+
+        def answer(request: Any, context: Any) -> dict[str, Any]:
+            return by_marker[request.qs.get("marker", [None])[0]]
+
+        self.mock.get(ENDPOINT + "/things", json=answer)
+
+    def pages(self) -> Any:
+        def items(body: Any, url: str) -> list[str]:
+            return list(body["things"])
+
+        def next_marker(body: Any, found: list[str]) -> str | None:
+            self.asked.append(found)
+            return found[-1] if body["more"] else None
+
+        return self.client.pages("/things", {"limit": "2"},
+                                 microversion="1.0", items=items,
+                                 next_marker=next_marker)
+
+    def queries(self) -> list[dict[str, list[str]]]:
+        return [r.qs for r in self.mock.request_history]
+
+    def test_follows_the_marker_a_page_at_a_time(self) -> None:
+        self.serve(["a", "b"], ["c", "d"], ["e"])
+        pages = self.pages()
+        self.assertEqual(0, self.mock.call_count)  # lazy
+        self.assertEqual(["a", "b"], next(pages))
+        self.assertEqual(1, self.mock.call_count)
+        self.assertEqual([["c", "d"], ["e"]], list(pages))
+        self.assertEqual([{"limit": ["2"]},
+                          {"limit": ["2"], "marker": ["b"]},
+                          {"limit": ["2"], "marker": ["d"]}], self.queries())
+
+    def test_an_empty_page_ends_the_list(self) -> None:
+        self.mock.get(ENDPOINT + "/things", json={"things": [], "more": True})
+        self.assertEqual([[]], list(self.pages()))
+        self.assertEqual([], self.asked)  # its link is not even read
+        self.assertEqual(1, self.mock.call_count)
+
+    def test_a_marker_that_does_not_advance_is_an_error(self) -> None:
+        self.mock.get(ENDPOINT + "/things",
+                      json={"things": ["a", "b"], "more": True})
+        exc = self.assertRaises(http.ApiError, list, self.pages())
+        self.assertEqual("pagination marker did not advance", exc.message)
+        self.assertEqual((200, "placement"), (exc.status, exc.service))
+        self.assertEqual(2, self.mock.call_count)
+
+    def test_one_page_cap(self) -> None:
+        self.useFixture(fixtures.MockPatchObject(http, "MAX_PAGES", 2))
+        self.serve(["a"], ["b"], ["c"])
+        exc = self.assertRaises(http.ApiError, list, self.pages())
+        self.assertEqual("too many pages (more than 2)", exc.message)
+        self.assertEqual(2, self.mock.call_count)
+
+    def test_a_malformed_page_raises_what_items_raises(self) -> None:
+        self.mock.get(ENDPOINT + "/things", json={"nothing": []})
+        self.assertRaises(KeyError, list, self.pages())

@@ -13,12 +13,12 @@
 """MoveClient: the Nova calls ``drain host migrate`` makes, at 2.84."""
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import server_moves
-from tests.unit.clients import test_compute
-from tests.unit.clients.test_compute import ENDPOINT
-from tests.unit.clients.test_compute import SRV1
+from tests.unit.clients import nova_api
+from tests.unit.clients.nova_api import ENDPOINT
+from tests.unit.clients.nova_api import SRV1
 
 
-class MovesTestCase(test_compute.NovaTestCase):
+class MovesTestCase(nova_api.NovaTestCase):
     CLIENT = server_moves.MoveClient
 
     def version(self) -> str:
@@ -57,11 +57,11 @@ class TestMoves(MovesTestCase):
                          (self.mock.last_request.method, self.version()))
 
     def test_records_and_changes_since(self) -> None:
-        body = dict(test_compute.mig_body("m1", "running", 7),
+        body = dict(nova_api.mig_body("m1", "running", 7),
                     migration_type="live-migration", source_compute="c1",
                     dest_compute="c2")
         self.mock.get(ENDPOINT + "/os-migrations",
-                      **test_compute.page("migrations", [body]))
+                      **nova_api.page("migrations", [body]))
         found = self.client.migration_records(
             changes_since="2026-01-01T00:00:00Z")
         self.assertEqual([(7, "running", "live-migration", "c1")],
@@ -72,7 +72,7 @@ class TestMoves(MovesTestCase):
         self.assertEqual("compute 2.84", self.version())
 
     def test_server_state(self) -> None:
-        body = dict(test_compute.server_body(SRV1), name="web")
+        body = dict(nova_api.server_body(SRV1), name="web")
         body["OS-EXT-STS:task_state"] = "migrating"
         self.mock.get(ENDPOINT + f"/servers/{SRV1}", json={"server": body})
         found = self.client.server_state(SRV1)

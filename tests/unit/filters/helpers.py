@@ -75,7 +75,7 @@ class FakeIronicView:
         self.asked: list[tuple[object, ...]] = []
         self.error: Exception | None = None
         #: What trusted() returns: None, or an object with ``nodes`` and
-        #: ``unusable`` like ironic_view.Snapshot.
+        #: ``unusable`` like ironic_view.snapshot.Snapshot.
         self.snapshot: object = None
         self.observed: list[str] = []
 

@@ -23,6 +23,7 @@ from nova_drain_filters import ironic_view
 from nova_drain_filters.filters import baremetal_availability_filter
 from nova_drain_filters.filters import base
 from nova_drain_filters.filters import disabled_service_filter
+from nova_drain_filters.ironic_view import snapshot
 from tests.unit import ironic_fakes
 from tests.unit.filters import helpers
 
@@ -87,7 +88,7 @@ class TestBaremetalFastPath(helpers.FilterTestCase):
             ironic_fakes.ironic_node("maint", maintenance=True,
                                      maintenance_reason="bmc"),
             ironic_fakes.ironic_node("busy", instance_uuid="i-1"))}
-        self.snap = ironic_view.Snapshot(
+        self.snap = snapshot.Snapshot(
             nodes, 0.0, 0.0, 1, datetime.datetime.now(UTC))
         self.view = helpers.FakeIronicView()
         self.view.snapshot = self.snap

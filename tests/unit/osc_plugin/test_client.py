@@ -25,6 +25,7 @@ from osc_lib import exceptions
 from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import ironic
 from nova_drain_filters.clients import placement
+from nova_drain_filters.ironic_view import credentials as ironic_credentials
 from osc_plugin import client
 from osc_plugin import plugin
 
@@ -143,6 +144,25 @@ class TestTokenScope(testtools.TestCase):
             token(system=True, roles=("reader",))).token_scope())
         self.assertIsNone(client.DrainClient(
             token(roles=("service",))).token_scope())
+
+    def test_the_rule_is_the_schedulers(self) -> None:
+        # One rule with ironic_view.credentials.scope_problem: system scope
+        # lists every node only with a reader role (admin and member
+        # include it); a role Ironic's SYSTEM_READER does not know fails.
+        for roles in (("admin",), ("member",), ("reader",), ("service",)):
+            self.assertIsNone(client.DrainClient(
+                token(system=True, roles=roles)).token_scope(), roles)
+        self.assertEqual(
+            "the token is system-scoped but its roles (auditor) do not "
+            "include reader: by Ironic's default policy listing every node "
+            "needs the reader (or service) role",
+            client.DrainClient(token(system=True, roles=("auditor",))
+                               ).token_scope())
+        for session in (token(system=True, roles=("auditor",)),
+                        token(roles=("admin",)), token(system=True, roles=())):
+            self.assertEqual(
+                ironic_credentials.scope_problem(session.auth.get_access(None))
+                is None, client.DrainClient(session).token_scope() is None)
 
     def test_uninspectable_token_says_nothing(self) -> None:
         self.assertIsNone(client.DrainClient(FakeSession()).token_scope())

@@ -19,6 +19,7 @@ from osc_lib import exceptions
 from nova_drain_filters.clients import http
 from osc_plugin.v1 import common
 from osc_plugin.v1 import orphan
+from osc_plugin.v1 import planned
 from osc_plugin.v1 import stale
 from osc_plugin.v1 import sync
 from tests.unit.osc_plugin import fakes
@@ -159,7 +160,8 @@ class TestCommon(fakes.CommandTestCase):
     def confirm(self, *argv: str, plan: Any = ("a", "b"), answer: str = "",
                 tty: bool = False) -> bool:
         cmd = self.command(answer=answer, tty=tty)
-        result: bool = cmd.confirm(self.parse(*argv, cmd=cmd), list(plan))
+        result: bool = cmd.confirm(self.parse(*argv, cmd=cmd),
+                                   planned.Plan(lines=list(plan)))
         return result
 
     def test_dry_run_prints_the_plan_and_stops(self) -> None:
@@ -198,19 +200,18 @@ class TestCommon(fakes.CommandTestCase):
 
     def test_confirm_over_budget_refuses_after_the_plan(self) -> None:
         cmd = self.command()
-        budget = (2, 5, "compute nodes")
+        plan = planned.Plan(lines=["a", "b"],
+                            budget=planned.Budget(2, 5, "compute nodes"))
         exc = self.assertRaises(exceptions.CommandError, cmd.confirm,
-                                self.parse("--yes", cmd=cmd), ["a", "b"],
-                                budget)
+                                self.parse("--yes", cmd=cmd), plan)
         self.assertIn("refusing to act on 2 of 5 compute nodes", str(exc))
         self.assertEqual("Plan:\n  a\n  b\n", self.app.stderr.getvalue())
         self.assertIs(True, cmd.confirm(
-            self.parse("--yes", "--max-fraction", "0.4", cmd=cmd), ["a", "b"],
-            budget))
+            self.parse("--yes", "--max-fraction", "0.4", cmd=cmd), plan))
         # A dry run shows the plan and says a real run would stop.
         cmd = self.command()
         self.assertIs(False, cmd.confirm(self.parse("--dry-run", cmd=cmd),
-                                         ["a", "b"], budget))
+                                         plan))
         self.assertIn("A run without --dry-run would stop: refusing to act "
                       "on 2 of 5", self.app.stderr.getvalue())
 
@@ -245,6 +246,19 @@ class TestCommon(fakes.CommandTestCase):
         self.assertEqual("\rreading 1/2\rreading 2/2\n",
                          self.sys_stderr.getvalue())
 
+    def test_unique_keeps_the_first_of_each_in_order(self) -> None:
+        self.assertEqual(["c2", "c1", "c3"],
+                         common.unique(["c2", "c1", "c2", "c3", "c1"]))
+        self.assertEqual([], common.unique([]))
+
+    def test_int_arg_without_an_upper_bound(self) -> None:
+        check = common.int_arg("--timeout", 1)
+        self.assertEqual((1, 10 ** 9), (check("1"), check(str(10 ** 9))))
+        for value in ("0", "-3", "soon", "1.5"):
+            exc = self.assertRaises(argparse.ArgumentTypeError, check, value)
+            self.assertEqual(f"--timeout {value!r}: must be an integer of 1 "
+                             "or more", str(exc))
+
     def test_uuid_arg(self) -> None:
         check = common.uuid_arg("thing")
         self.assertEqual(U1, check(U1))
@@ -262,14 +276,14 @@ class Found(common.DrainLister):
         return ("X",), self.rows
 
 
-class Failing(common.ClearCommand):
-    """A clear command that records the failures the test tells it."""
+class Failing(planned.PlannedChange[str]):
+    """A changing command that records the failures the test tells it."""
 
+    columns = ("X",)
     errors: list[str] = []
 
-    def take_action(self, parsed_args: argparse.Namespace) -> Any:
-        self.failures.extend(self.errors)
-        return ("X",), [("row",)]
+    def make_plan(self, parsed_args: argparse.Namespace) -> planned.Plan[str]:
+        return planned.Plan(rows=[("row",)], failures=list(self.errors))
 
 
 class TestExitCodes(fakes.CommandTestCase):

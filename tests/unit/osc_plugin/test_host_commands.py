@@ -268,7 +268,7 @@ class TestFinishHost(HostCase):
         exc = self.assertRaises(exceptions.CommandError, self.take,
                                 self.cloud.client(), "a", "--timeout", "5")
         self.assertEqual("--timeout needs --wait", str(exc))
-        self.assertIn("'0' is not a whole number of seconds of 1 or more",
+        self.assertIn("--timeout '0': must be an integer of 1 or more",
                       self.parse_error("a", "--timeout", "0"))
 
     def test_releases_and_checks(self) -> None:

@@ -15,6 +15,7 @@ import argparse
 
 from osc_lib import exceptions
 
+from nova_drain_filters import decisions
 from nova_drain_filters import drain
 from nova_drain_filters import migration as mig
 from nova_drain_filters import migration_runner as runner
@@ -61,11 +62,11 @@ class TestParser(fakes.CommandTestCase):
 
 class TestRefusal(fakes.CommandTestCase):
     def test_refusal(self) -> None:
-        service = drain.ServiceState("u", True, "drain: x", True)
+        service = decisions.ServiceFacts("h1", True, False, True, "drain: x")
         self.assertEqual("", migrate.refusal(drain.HostFacts("h1", service)))
         self.assertIn("h1: no compute service",
                       migrate.refusal(drain.HostFacts("h1", None)))
-        other = drain.ServiceState("u", True, "ticket 42", True)
+        other = decisions.ServiceFacts("h1", True, False, True, "ticket 42")
         self.assertEqual(
             "h1: not draining: run 'openstack drain host start h1 --reason "
             "...' first", migrate.refusal(drain.HostFacts("h1", other)))

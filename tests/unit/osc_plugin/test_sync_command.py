@@ -68,6 +68,17 @@ class TestRunSync(fakes.CommandTestCase):
         self.assertIn(("placement.update", NODE, {BM}, set()),
                       client.ironic.log)
 
+    def test_yes_is_accepted_and_changes_nothing_else(self) -> None:
+        # Issue 21 finding 5: every changing command takes --yes. The sync
+        # never asks, with or without it, terminal or not.
+        self.assertEqual((False, True), (self.parse().yes,
+                                         self.parse("--yes").yes))
+        for argv in ((), ("--yes",)):
+            client = sync_cloud()
+            _, rows = self.take(client, *argv)
+            self.assertEqual(["done", "done"], [r[-1] for r in rows], argv)
+            self.assertNotIn("[y/N]", self.app.stderr.getvalue())
+
     def test_failure_exits_1(self) -> None:
         client = sync_cloud()
         client.ironic.failures[(NODE, BM)] = [

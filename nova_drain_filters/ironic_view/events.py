@@ -1,0 +1,373 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Event mode: Ironic's versioned notifications keep the Ironic view current.
+
+Each scheduler process (and each forked worker) runs one oslo.messaging
+notification listener in a pool of its own, so every process hears every
+event. A worker thread applies each event to the view: a node event whose
+payload carries every field the view reads (Ironic's ``NodePayload`` 1.14
+and later) is applied as it is, with no request, so Ironic's load does not
+grow with the number of scheduler processes; any other event (an older
+payload, an allocation event) makes it re-read the node with one
+``GET /v1/nodes/{uuid}``. A ``delete.end`` takes the node out. Events for
+the same node that arrive while it waits are applied once, the last one.
+Ironic may announce a transition only by its ``.start`` (a ``manage``
+gives ``provision_set.start`` in ``verifying`` and no ``.end``); the node
+then stays in that unusable state, which excludes it, until the next
+listing (``baremetal_refresh_interval``) reads where it went.
+
+Pool names are stable: ``nova-drain-filters.<host>.<slot>``, where the slot
+is the lowest number whose lock file no live process on this host holds.
+A restarted process takes its predecessor's slot, so its queue, not a new
+one. A slot left for good (fewer workers, a host gone) leaves a queue that
+only a broker policy removes; the docs give one (``expires``).
+
+Health: while the listener's connection is down (or before it ever came
+up), the view is listed every ``baremetal_notifications_fallback_interval``
+seconds; one warning says so and one message says when events flow again,
+followed by one listing to catch up on what was missed.
+
+Nothing here raises into the scheduler: a bad event, a failed read or a
+broker outage is logged and dropped.
+"""
+import collections
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+from typing import Protocol
+
+import oslo_messaging
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from nova_drain_filters import decisions
+from nova_drain_filters.clients import ironic
+from nova_drain_filters.ironic_view import notifications
+from nova_drain_filters.ironic_view import pools
+from nova_drain_filters.ironic_view import snapshot
+
+LOG = logging.getLogger(__name__)
+CONF = cfg.CONF
+
+#: How long a first connection may take before we call the broker down.
+CONNECT_GRACE = 5.0
+#: How often the watcher looks at the connection.
+WATCH_INTERVAL = 0.5
+
+
+class View(Protocol):
+    """What the listener needs of the view it keeps current (``IronicView``)."""
+
+    def trusted(self) -> snapshot.Snapshot | None: ...
+
+    def refresh(self) -> bool: ...
+
+    def update_node(self, facts: decisions.IronicNodeFacts,
+                    read_at: float) -> bool: ...
+
+    def mark_deleted(self, node_uuid: str, at: float) -> bool: ...
+
+
+class _Endpoint:
+    """oslo.messaging calls one method per priority; all mean 're-read'."""
+
+    def __init__(self, on_event: Callable[[Any, Any], None]) -> None:
+        self._on_event = on_event
+
+    def info(self, ctxt: Any, publisher_id: Any, event_type: Any,
+             payload: Any, metadata: Any) -> None:
+        self._on_event(event_type, payload)
+
+    warn = error = critical = info
+
+
+class EventListener:
+    """One process's listener, re-reader and fallback poller for a view."""
+
+    def __init__(
+        self,
+        view: View,
+        client_factory: Callable[[], ironic.IronicClient],
+        clock: Callable[[], float] = time.monotonic,
+        transport_factory: Callable[[str | None], Any] | None = None,
+    ) -> None:
+        self.view = view
+        self._client_factory = client_factory
+        self._client: ironic.IronicClient | None = None
+        self._clock = clock
+        self._transport_factory = transport_factory or _notification_transport
+        self._pid: int | None = None
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._slot = pools.Slot(pools.lock_dir(), pools.host_name())
+        self._server: Any = None
+        self._transport: Any = None
+        self._pending: collections.OrderedDict[str, notifications.NodeEvent] = (
+            collections.OrderedDict())
+        self._wake = threading.Condition()
+        self.pool: str | None = None
+        #: up / down as last logged; None before the first verdict.
+        self.broker_up: bool | None = None
+        self.received = self.applied = self.dropped = 0
+        #: Events applied by re-reading the node (no full payload).
+        self.reread = 0
+        self.fallback_listings = 0
+        self._error_logged = False
+        #: Set when the broker came (back): a listing must start after it.
+        self._catch_up_since: float | None = None
+
+    # life cycle ------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start in this process; after a fork, start afresh in the child.
+
+        The parent's listener threads did not survive the fork and its
+        connection is the parent's: both are left alone, not closed.
+        """
+        pid = os.getpid()
+        if self._pid == pid and any(t.is_alive() for t in self._threads):
+            return
+        if self._pid is not None and self._pid != pid:
+            self._server = self._transport = self._client = None
+            self._slot.forget()
+            self._pending.clear()
+            self.broker_up = None
+            # A lock another thread held at the fork stays held in the child.
+            self._wake = threading.Condition()
+            self._stop = threading.Event()
+        self._pid = pid
+        self._stop.clear()
+        self._threads = [
+            threading.Thread(target=self._watch, name="drain-ironic-events",
+                             daemon=True),
+            threading.Thread(target=self._apply_loop,
+                             name="drain-ironic-events-apply", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop listening and release the slot (tests and shutdown)."""
+        self._stop.set()
+        with self._wake:
+            self._wake.notify_all()
+        server, self._server = self._server, None
+        if server is not None:
+            try:
+                server.stop()
+                server.wait()
+            except Exception:  # shutting down; nothing to decide
+                LOG.debug("Stopping the Ironic event listener failed",
+                          exc_info=True)
+        transport, self._transport = self._transport, None
+        if transport is not None:
+            transport.cleanup()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+        self._slot.forget()
+
+    @property
+    def settled(self) -> bool:
+        """Listening, and a listing has started since the broker came."""
+        return self.broker_up is True and self._catch_up_since is None
+
+    # listening -------------------------------------------------------------
+
+    def _connect(self) -> None:
+        """Create and start the listener; blocks while the broker is down."""
+        try:
+            group = CONF.drain_filters
+            self._slot.acquire()
+            self.pool = pools.pool_name(self._slot.host, self._slot.number)
+            if self._slot.number is None:
+                LOG.warning("No free listener slot in %(dir)s; listening as "
+                            "%(pool)s, a queue only a broker policy removes",
+                            {"dir": self._slot.directory, "pool": self.pool})
+            self._transport = self._transport_factory(
+                group.baremetal_notifications_url)
+            target = oslo_messaging.Target(
+                topic=group.baremetal_notifications_topic,
+                exchange=group.baremetal_notifications_exchange)
+            server = oslo_messaging.get_notification_listener(
+                self._transport, [target], [_Endpoint(self.on_event)],
+                executor="threading", pool=self.pool)
+            server.start()  # returns once connected
+            if self._stop.is_set():  # stopped while we waited for it
+                server.stop()
+                server.wait()
+                return
+            self._server = server
+        except Exception as exc:  # a bad URL, a driver that will not load
+            LOG.error("Cannot listen to Ironic's notifications (%(error)s); "
+                      "listing Ironic every %(n)s s instead",
+                      {"error": exc,
+                       "n": CONF.drain_filters.
+                       baremetal_notifications_fallback_interval})
+            self._server = None
+
+    def connected(self) -> bool:
+        """True while the listener's own broker connection is up.
+
+        oslo.messaging has no public health call. This follows
+        ``MessageHandlingServer.listener`` (oslo_messaging/server.py), a
+        ``PollStyleListenerAdapter`` whose ``NotificationAMQPListener``
+        (_drivers/amqpdriver.py) holds a ``ConnectionContext`` around
+        impl_rabbit's ``Connection`` and its kombu connection. Any other
+        shape (another driver, another version) reads as down, which only
+        means polling.
+        """
+        try:
+            listener = self._server.listener._poll_style_listener
+            return bool(listener.conn.connection.connection.connected)
+        except AttributeError:
+            return False
+
+    def _watch(self) -> None:
+        """Connect, then judge the connection and poll while it is down."""
+        started = self._clock()
+        connector = threading.Thread(target=self._connect, daemon=True,
+                                     name="drain-ironic-events-connect")
+        connector.start()
+        last_listing = started
+        fallback = CONF.drain_filters.baremetal_notifications_fallback_interval
+        while not self._stop.wait(WATCH_INTERVAL):
+            try:
+                last_listing = self._watch_once(started, last_listing, fallback)
+            except Exception:  # the watcher must outlive any surprise
+                LOG.exception("Ironic event watcher failed; going on")
+
+    def _watch_once(self, started: float, last_listing: float,
+                    fallback: int) -> float:
+        """One look at the connection; returns when it last listed."""
+        now = self._clock()
+        up = self.connected()
+        if up and self.broker_up is not True:
+            LOG.info("Listening to Ironic's notifications as pool "
+                     "%(pool)s%(back)s", {"pool": self.pool, "back": (
+                         "; events flow again" if self.broker_up is False
+                         else "")})
+            self._catch_up_since = now
+            self.broker_up = True
+        elif not up and (self.broker_up is True or (
+                self.broker_up is None
+                and now - started >= CONNECT_GRACE)):
+            LOG.warning("Ironic's notifications cannot be received (the "
+                        "broker is unreachable); listing Ironic every "
+                        "%(n)s s until it is back", {"n": fallback})
+            self.broker_up = False
+            last_listing = min(last_listing, now - fallback)
+        if self._catch_up_since is not None:
+            # Events sent before the queue was bound were missed.
+            snap = self.view.trusted()
+            if (snap is not None
+                    and snap.started_at >= self._catch_up_since
+                    or self.view.refresh()):
+                self._catch_up_since = None
+        if self.broker_up is False and now - last_listing >= fallback:
+            last_listing = now
+            self.fallback_listings += 1
+            self.view.refresh()
+        return last_listing
+
+    # events ----------------------------------------------------------------
+
+    def on_event(self, event_type: Any, payload: Any) -> None:
+        """Queue the node an event names for a re-read; never raises."""
+        try:
+            event = notifications.parse_event(event_type, payload)
+        except notifications.MalformedEvent as exc:
+            self.dropped += 1
+            LOG.warning("Dropped a malformed Ironic notification: %s", exc)
+            return
+        except Exception:
+            self.dropped += 1
+            LOG.exception("Dropped an Ironic notification")
+            return
+        self.received += 1
+        if event is None:
+            return
+        with self._wake:
+            # A later event replaces an earlier one for the same node.
+            self._pending.pop(event.node_uuid, None)
+            self._pending[event.node_uuid] = event
+            self._wake.notify()
+
+    def _apply_loop(self) -> None:
+        while not self._stop.is_set():
+            with self._wake:
+                while not self._pending and not self._stop.is_set():
+                    self._wake.wait(1.0)
+                if self._stop.is_set():
+                    return
+                _, event = self._pending.popitem(last=False)
+            try:
+                self.apply(event)
+            except Exception:  # never let one event stop the loop
+                self.dropped += 1
+                LOG.exception("Could not apply %s", event)
+
+    def apply(self, event: notifications.NodeEvent) -> None:
+        """Update the view from the event's payload, or re-read the node."""
+        read_at = self._clock()
+        if event.deleted:
+            self.view.mark_deleted(event.node_uuid, read_at)
+            self.applied += 1
+            return
+        if event.facts is not None:
+            self.view.update_node(event.facts, read_at)
+            self.applied += 1
+            return
+        self.reread += 1
+        try:
+            if self._client is None:
+                self._client = self._client_factory()
+            facts = self._client.get_node(event.node_uuid)
+        except Exception as exc:
+            self.dropped += 1
+            if not self._error_logged:
+                self._error_logged = True
+                LOG.warning("Cannot re-read Ironic node %(node)s after "
+                            "%(event)s (%(error)s); the next listing will "
+                            "catch up. Logged once until a read succeeds.",
+                            {"node": event.node_uuid,
+                             "event": event.event_type, "error": exc})
+            return
+        self._error_logged = False
+        snap = self.view.trusted()
+        if facts is None:
+            if snap is not None and event.node_uuid in snap.nodes:
+                self.view.mark_deleted(event.node_uuid, read_at)
+                self.applied += 1
+                return
+            self.dropped += 1
+            LOG.info("Dropped %(event)s for node %(node)s, which Ironic "
+                     "does not have", {"event": event.event_type,
+                                       "node": event.node_uuid})
+            return
+        self.view.update_node(facts, read_at)
+        self.applied += 1
+        LOG.debug("Ironic node %(node)s re-read after %(event)s",
+                  {"node": event.node_uuid, "event": event.event_type})
+
+
+def _notification_transport(url: str | None) -> Any:
+    """Nova's notification transport, or the one at ``url``.
+
+    ``get_notification_transport`` falls back from the URL to
+    ``[oslo_messaging_notifications] transport_url`` to ``[DEFAULT]
+    transport_url`` (oslo_messaging/notify/notifier.py).
+    """
+    return oslo_messaging.get_notification_transport(CONF, url=url)

@@ -1,0 +1,209 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The scheduler's select_destinations with the drain filters, against Nova's.
+
+Inside Nova's in-process harness (real scheduler, conductor, API, placement
+and database) one nova-compute reports ``--nodes`` Ironic-like compute nodes
+(``tests/functional/fake_ironic_driver.py``: hypervisor type ``ironic``,
+node name = Ironic node UUID). The scheduler's Ironic view reads an
+in-memory listing of the same nodes, all available (the bench measures the
+scheduler, not Ironic). Then ``SchedulerManager.select_destinations`` is
+called directly, ``--repeat`` rounds alternating two configurations on the
+same scheduler:
+
+* Nova: Nova's default ``enabled_filters`` (ComputeFilter first);
+* drain: the three drain filters, then Nova's default filters, and the
+  placement pre-filter in Nova's request filters.
+
+Each call claims one allocation in placement, which is deleted before the
+next. The report gives the median time per call of each and their ratio
+(goal: at most 1.05).
+
+Run from the repository root::
+
+    tools/bench.sh select_destinations [--nodes 1000] [--repeat 20]
+
+It prints figures and asserts nothing about time; it exits 1 if the harness
+failed or a call found no host.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+import time
+import uuid as uuidlib
+from typing import Any
+
+from nova import context as nova_context
+from nova import objects
+from nova.scheduler import request_filter as nova_request_filter
+from oslo_config import cfg
+
+from nova_drain_filters import decisions
+from nova_drain_filters import ironic_view
+from nova_drain_filters import request_filter
+from tests.functional import base
+from tests.functional import fake_ironic_driver
+from tests.functional import harness_run
+from tests.functional.bench import filters as bench_filters
+
+CONF = cfg.CONF
+NOVA_DEFAULT = ["ComputeFilter", "ComputeCapabilitiesFilter",
+                "ImagePropertiesFilter", "ServerGroupAntiAffinityFilter",
+                "ServerGroupAffinityFilter"]
+DRAIN = ["DisabledServiceFilter", "StaleComputeNodeFilter",
+         "BaremetalAvailabilityFilter"]
+
+
+@dataclasses.dataclass
+class Run:
+    nodes: int
+    repeat: int
+    seconds: dict[str, list[float]] = dataclasses.field(
+        default_factory=lambda: {"nova": [], "drain": []})
+    candidates: dict[str, int] = dataclasses.field(default_factory=dict)
+    setup_seconds: float = 0.0
+    stdlog: Any = None
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+
+class BenchSelectDestinations(base.DrainTestBase):
+    """One nova-compute with ``results.nodes`` Ironic-like nodes; the scheduler's
+    view reads an in-memory listing of them. Set ``results`` first."""
+
+    HOSTS = ("bm-compute",)
+    COMPUTE_DRIVER = "drain_fake_ironic.FakeIronicDriver"
+    DRAIN_OPTIONS = {"baremetal_refresh_interval": 60,
+                     "baremetal_max_snapshot_age": 3600}
+    results: Run
+
+    def setUp(self) -> None:
+        run = self.results
+        node_uuids = [str(uuidlib.UUID(int=i + 1)) for i in range(run.nodes)]
+        listing = bench_filters.Listing([
+            decisions.IronicNodeFacts(uuid=u, provision_state="available",
+                                      power_state="power off")
+            for u in node_uuids])
+        driver = fake_ironic_driver.FakeIronicDriver
+        self.addCleanup(setattr, driver, "NODES", driver.NODES)
+        driver.NODES = node_uuids
+        started = time.monotonic()
+        try:
+            super().setUp()
+        finally:
+            run.stdlog = getattr(self, "stdlog", None)
+        run.setup_seconds = time.monotonic() - started
+        # The view the fixture made reads the in-memory listing.
+        view = ironic_view.IronicView(client_factory=lambda: listing)
+        ironic_view.set_view(view)
+        self.addCleanup(ironic_view.set_view, None)
+        self.addCleanup(view.stop)
+        assert view.refresh(), view.last_error
+        view.start()
+
+    def _setup_services(self) -> Any:
+        # A loaded machine can take longer than Nova's 60 s RPC timeout
+        # for a call at this size; the bench measures, it does not time
+        # out.
+        self.flags(rpc_response_timeout=1800, long_rpc_timeout=1800)
+        # Setting up 1,000 nodes can outlast service_down_time, and the
+        # harness's services may not heartbeat meanwhile: ComputeFilter
+        # and DisabledServiceFilter would both see a down service.
+        self.flags(service_down_time=86400)
+        return super()._setup_services()
+
+    def configure(self, name: str) -> None:
+        hm = self.scheduler.manager.host_manager
+        if name == "nova":
+            filters = NOVA_DEFAULT
+            request_filter.uninstall()
+        else:
+            filters = DRAIN + NOVA_DEFAULT
+            request_filter.install()
+        CONF.set_override("enabled_filters", filters,
+                          group="filter_scheduler")
+        hm.enabled_filters = hm._choose_host_filters(filters)
+
+    def test_measure(self) -> None:
+        run = self.results
+        self.addCleanup(CONF.clear_override, "enabled_filters",
+                        group="filter_scheduler")
+        self.addCleanup(request_filter.uninstall)
+        ctxt = nova_context.get_admin_context()
+        server = self.boot()
+        spec = objects.RequestSpec.get_by_instance_uuid(ctxt, server["id"])
+        self._delete_server(server)
+        # What the conductor sets before it calls the scheduler
+        # (nova/conductor/manager.py: port resource requests).
+        spec.requested_resources = []
+        manager = self.scheduler.manager
+        for round_ in range(run.repeat + 1):
+            for name in (("nova", "drain") if round_ % 2
+                         else ("drain", "nova")):
+                self.configure(name)
+                instance = str(uuidlib.uuid4())
+                spec.instance_uuid = instance
+                started = time.perf_counter()
+                chosen = manager.select_destinations(
+                    ctxt, spec_obj=spec, instance_uuids=[instance],
+                    return_objects=True, return_alternates=True)
+                seconds = time.perf_counter() - started
+                self.placement.delete(f"/allocations/{instance}")
+                if not chosen or not chosen[0]:
+                    run.problems.append(f"{name}: no host chosen")
+                if round_:  # the first round warms caches up
+                    run.seconds[name].append(seconds)
+        run.candidates["request filters"] = len(
+            nova_request_filter.ALL_REQUEST_FILTERS)
+
+
+def build_case(run: Run) -> BenchSelectDestinations:
+    """The one test that measures, set up for ``run``."""
+    case = BenchSelectDestinations("test_measure")
+    case.results = run
+    return case
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args(argv)
+    if args.nodes < 1 or args.repeat < 1:
+        parser.error("--nodes and --repeat must be positive")
+
+    run = Run(args.nodes, args.repeat)
+    error = harness_run.run_quietly(
+        build_case(run), lambda: run.stdlog.logger.output if run.stdlog else "")
+    if error:
+        print(f"harness failed: {error}", file=sys.stderr)
+        return 1
+    nova = statistics.median(run.seconds["nova"])
+    drain = statistics.median(run.seconds["drain"])
+    print(f"select_destinations at {args.nodes:,} compute nodes (Ironic, all "
+          f"available), median of {args.repeat} calls each, alternating; "
+          f"set-up {run.setup_seconds:.0f}s")
+    print(f"{'configuration':<52} {'per call':>10} {'ratio':>7}")
+    print(f"{'Nova default filters':<52} {nova * 1000:>8.1f}ms {1:>7.2f}")
+    print(f"{'drain filters + Nova default filters + pre-filter':<52} "
+          f"{drain * 1000:>8.1f}ms {drain / nova:>7.3f}")
+    print("goal: ratio <= 1.05")
+    for problem in sorted(set(run.problems)):
+        print(f"ERROR: {problem}", file=sys.stderr)
+    return 1 if run.problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

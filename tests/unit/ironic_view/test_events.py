@@ -1,0 +1,221 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Event mode without a broker: parsing, re-reads, slots, the view's merge."""
+
+import fixtures
+
+from nova_drain_filters import decisions
+from nova_drain_filters.clients import http
+from nova_drain_filters.ironic_view import events
+from nova_drain_filters.ironic_view import notifications
+from tests.unit import ironic_fakes
+from tests.unit.ironic_view import helpers
+from tests.unit.ironic_view.helpers import NODE
+from tests.unit.ironic_view.helpers import OTHER
+from tests.unit.ironic_view.helpers import payload
+
+
+class FakeNodeClient(ironic_fakes.FakeIronicClient):
+    """Adds ``get_node``: the nodes by uuid, or ``error``."""
+
+    def get_node(self, node_uuid: str) -> decisions.IronicNodeFacts | None:
+        self.requests += 1
+        if self.error is not None:
+            raise self.error
+        return next((n for n in self.nodes if n.uuid == node_uuid), None)
+
+
+class ListenerTestCase(helpers.ViewTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.useFixture(fixtures.TempDir())
+        self.client = FakeNodeClient([
+            ironic_fakes.ironic_node(NODE),
+            ironic_fakes.ironic_node(OTHER)])
+        self.assertTrue(self.view.refresh())
+        self.listings = self.view.refreshes
+        self.listener = events.EventListener(
+            self.view, lambda: self.client, clock=self.clock)  # type: ignore
+
+    def node(self, uuid: str) -> decisions.IronicNodeFacts | None:
+        snap = self.view.trusted()
+        assert snap is not None
+        return snap.nodes.get(uuid)
+
+    def event(self, event_type: str, uuid: str = NODE,
+              deleted: bool = False) -> notifications.NodeEvent:
+        return notifications.NodeEvent(uuid, event_type, deleted)
+
+
+class TestApply(ListenerTestCase):
+    def test_event_rereads_one_node_and_updates_the_view(self) -> None:
+        self.client.nodes[0] = ironic_fakes.ironic_node(
+            NODE, maintenance=True, maintenance_reason="fan")
+        before = self.client.requests
+        self.clock.advance(1)
+        self.listener.apply(self.event("baremetal.node.maintenance_set.end"))
+        self.assertEqual(before + 1, self.client.requests)
+        self.assertTrue(self.node(NODE).maintenance)
+        self.assertEqual(
+            [decisions.ReasonCode.BAREMETAL_UNAVAILABLE],
+            [r.code for r in self.view.availability_reasons(NODE)])
+        self.assertEqual(self.listings, self.view.refreshes)
+        self.assertEqual(1, self.listener.applied)
+
+    def test_full_payload_is_applied_without_a_request(self) -> None:
+        facts = ironic_fakes.ironic_node(NODE, maintenance=True,
+                                         maintenance_reason="fan")
+        event = notifications.NodeEvent(
+            NODE, "baremetal.node.maintenance_set.end", facts=facts)
+        before = self.client.requests
+        self.clock.advance(1)
+        self.listener.apply(event)
+        self.assertEqual(before, self.client.requests)
+        self.assertTrue(self.node(NODE).maintenance)
+        self.assertEqual((1, 0), (self.listener.applied, self.listener.reread))
+
+    def test_payload_without_facts_is_reread(self) -> None:
+        self.client.nodes[0] = ironic_fakes.ironic_node(NODE, fault="power failure")
+        self.clock.advance(1)
+        self.listener.apply(self.event("baremetal.node.update.end"))
+        self.assertEqual("power failure", self.node(NODE).fault)
+        self.assertEqual((1, 1), (self.listener.applied, self.listener.reread))
+
+    def test_delete_end_makes_the_node_missing(self) -> None:
+        self.view.seen(NODE)  # Nova knew the node before the listing
+        self.clock.advance(1)
+        self.assertTrue(self.view.refresh())
+        before = self.client.requests
+        self.listener.apply(self.event("baremetal.node.delete.end",
+                                       deleted=True))
+        self.assertEqual(before, self.client.requests)  # nothing to read
+        self.assertIsNone(self.node(NODE))
+        reason = self.view.missing_reason(NODE)
+        self.assertEqual(decisions.ReasonCode.IRONIC_NODE_MISSING,
+                         reason.code if reason else None)
+
+    def test_delete_event_is_believed_for_a_node_first_seen_later(
+            self) -> None:
+        # The scheduler sees the node only after the listing started, so a
+        # listing's gap would wait a refresh (maybe a new enrolment); a
+        # delete event is no guess.
+        self.clock.advance(1)
+        self.view.seen(NODE)
+        self.listener.apply(self.event("baremetal.node.delete.end",
+                                       deleted=True))
+        reason = self.view.missing_reason(NODE)
+        self.assertEqual(decisions.ReasonCode.IRONIC_NODE_MISSING,
+                         reason.code if reason else None)
+        # Listed again (enrolled anew with that UUID): no longer missing.
+        self.clock.advance(1)
+        self.assertTrue(self.view.refresh())
+        self.assertIsNone(self.view.missing_reason(NODE))
+
+    def test_not_found_on_a_known_node_marks_it_deleted(self) -> None:
+        self.client.nodes.pop(0)
+        self.listener.apply(self.event("baremetal.node.update.end"))
+        self.assertIsNone(self.node(NODE))
+
+    def test_unknown_node_is_logged_and_dropped(self) -> None:
+        stranger = "0d0c0b0a-0000-4000-8000-000000000000"
+        self.listener.apply(self.event("baremetal.node.update.end", stranger))
+        self.assertEqual(1, self.listener.dropped)
+        self.assertIn(f"for node {stranger}, which Ironic does not have",
+                      self.log.output)
+        self.assertEqual({NODE, OTHER}, set(self.view.trusted().nodes))
+
+    def test_failed_reads_are_logged_once_until_one_succeeds(self) -> None:
+        self.client.error = http.ApiError("ironic", "GET", "/v1/nodes/x",
+                                          503, "down")
+        for _ in range(3):
+            self.listener.apply(self.event("baremetal.node.update.end"))
+        self.assertEqual(3, self.listener.dropped)
+        self.assertEqual(1, self.log.output.count("Cannot re-read"))
+        self.client.error = None
+        self.listener.apply(self.event("baremetal.node.update.end"))
+        self.client.error = http.ApiError("ironic", "GET", "/x", 503, "down")
+        self.listener.apply(self.event("baremetal.node.update.end"))
+        self.assertEqual(2, self.log.output.count("Cannot re-read"))
+
+    def test_new_node_is_added(self) -> None:
+        new = ironic_fakes.ironic_node("0d0c0b0a-0000-4000-8000-000000000001")
+        self.client.nodes.append(new)
+        self.listener.apply(self.event("baremetal.node.create.end", new.uuid))
+        self.assertEqual(new, self.node(new.uuid))
+
+
+class TestOnEvent(ListenerTestCase):
+    def test_malformed_events_never_raise(self) -> None:
+        for event_type, body in ((None, None), ("baremetal.node.x", "junk"),
+                                 ("baremetal.node.x", payload(uuid=3))):
+            self.listener.on_event(event_type, body)
+        self.assertEqual(3, self.listener.dropped)
+        self.assertEqual(0, self.listener.received)
+        self.assertEqual(3, self.log.output.count(
+            "Dropped a malformed Ironic notification"))
+
+    def test_events_for_one_node_wait_as_one(self) -> None:
+        for event_type in ("baremetal.node.provision_set.start",
+                           "baremetal.node.maintenance_set.end"):
+            self.listener.on_event(event_type, payload(uuid=NODE))
+        self.listener.on_event("baremetal.node.power_set.end",
+                               payload(uuid=OTHER))
+        self.listener.on_event("baremetal.port.create.end",
+                               payload(node_uuid=NODE))
+        self.assertEqual(4, self.listener.received)
+        self.assertEqual([NODE, OTHER], list(self.listener._pending))
+        self.assertEqual("baremetal.node.maintenance_set.end",
+                         self.listener._pending[NODE].event_type)
+
+
+class TestViewMerge(ListenerTestCase):
+    def test_reads_after_a_listing_began_survive_it(self) -> None:
+        busy = ironic_fakes.ironic_node(NODE, provision_state="cleaning")
+        started = self.clock()
+        # The listing starts, the node changes and is re-read, then the
+        # listing (with the old copy) finishes.
+        self.client.hook = lambda: (self.view.update_node(busy, started + 1),
+                                    self.clock.advance(5))
+        self.assertTrue(self.view.refresh())
+        self.assertEqual(busy, self.node(NODE))
+        # A later listing that began after the read wins again.
+        self.client.hook = None
+        self.clock.advance(1)
+        self.assertTrue(self.view.refresh())
+        self.assertEqual("available", self.node(NODE).provision_state)
+        self.assertEqual({}, self.view.patches._event_changes)
+
+    def test_an_older_read_never_replaces_a_newer_one(self) -> None:
+        new = ironic_fakes.ironic_node(NODE, maintenance=True)
+        old = ironic_fakes.ironic_node(NODE)
+        self.assertTrue(self.view.update_node(new, 2000.0))
+        self.assertFalse(self.view.update_node(old, 1999.0))
+        self.assertTrue(self.node(NODE).maintenance)
+
+    def test_before_any_listing_changes_wait_for_it(self) -> None:
+        view = self.new_view()
+        busy = ironic_fakes.ironic_node(NODE, maintenance=True)
+        self.assertFalse(view.update_node(busy, self.clock() - 1))
+        self.assertFalse(view.mark_deleted(OTHER, self.clock() + 1))
+        self.assertTrue(view.refresh())
+        snap = view.trusted()
+        assert snap is not None
+        # The read before the listing began is older than the listing.
+        self.assertFalse(snap.nodes[NODE].maintenance)
+        self.assertNotIn(OTHER, snap.nodes)
+
+    def test_readers_keep_a_consistent_snapshot(self) -> None:
+        held = self.view.trusted()
+        self.view.mark_deleted(NODE, self.clock())
+        self.assertIn(NODE, held.nodes)
+        self.assertNotIn(NODE, self.view.trusted().nodes)

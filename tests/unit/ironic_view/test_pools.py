@@ -1,0 +1,57 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Listener slots and pool names: stable per host, one per live process."""
+import os
+
+import fixtures
+import testtools
+
+from nova_drain_filters.ironic_view import pools
+
+
+class TestSlots(testtools.TestCase):
+    def test_lowest_free_slot_and_release(self) -> None:
+        path = self.useFixture(fixtures.TempDir()).path
+        one, two = (pools.Slot(path, "sched-1"),
+                    pools.Slot(path, "sched-1"))
+        self.assertEqual(0, one.acquire())
+        self.assertEqual(1, two.acquire())
+        one.forget()
+        third = pools.Slot(path, "sched-1")
+        self.assertEqual(0, third.acquire())
+        other_host = pools.Slot(path, "sched-2")
+        self.assertEqual(0, other_host.acquire())
+        for slot in (two, third, other_host):
+            slot.forget()
+
+    def test_a_forked_child_takes_its_own_slot(self) -> None:
+        path = self.useFixture(fixtures.TempDir()).path
+        slot = pools.Slot(path, "h")
+        self.assertEqual(0, slot.acquire())
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: what EventListener.start does after a fork
+            slot.forget()
+            os.write(write, str(slot.acquire()).encode())
+            os._exit(0)
+        os.waitpid(pid, 0)
+        self.assertEqual(b"1", os.read(read, 10))
+        # The child's forget() did not unlock the parent's slot.
+        self.assertEqual(1, pools.Slot(path, "h").acquire())
+        slot.forget()
+
+    def test_pool_names(self) -> None:
+        self.assertEqual("nova-drain-filters.sched-1.3",
+                         pools.pool_name("sched-1", 3))
+        self.assertEqual(f"nova-drain-filters.h.pid-{os.getpid()}",
+                         pools.pool_name("h", None))
