@@ -26,6 +26,7 @@ from osc_lib import exceptions
 from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import ironic
 from nova_drain_filters.clients import placement
+from nova_drain_filters.clients import server_moves
 from nova_drain_filters.ironic_view import credentials as ironic_credentials
 
 LOG = logging.getLogger(__name__)
@@ -56,14 +57,21 @@ class DrainClient:
             region_name=self.region_name,
             endpoint_override=self.overrides.get(service_type))
 
-    def _client(self, service_type: str, cls: type) -> Any:
-        if service_type not in self._clients:
-            self._clients[service_type] = cls(self._adapter(service_type))
-        return self._clients[service_type]
+    def _client(self, service_type: str, cls: type,
+                key: str | None = None) -> Any:
+        key = key or service_type
+        if key not in self._clients:
+            self._clients[key] = cls(self._adapter(service_type))
+        return self._clients[key]
 
     @property
     def nova(self) -> compute.ComputeClient:
         return self._client("compute", compute.ComputeClient)
+
+    @property
+    def moves(self) -> server_moves.MoveClient:
+        """Nova's move calls, at their own (newer) microversion."""
+        return self._client("compute", server_moves.MoveClient, "moves")
 
     @property
     def placement(self) -> placement.PlacementClient:

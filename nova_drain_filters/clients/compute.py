@@ -147,7 +147,8 @@ class ComputeClient(http.ServiceClient):
     version_path = "/"
 
     def _pages(self, path: str, key: str,
-               params: dict[str, str] | None = None) -> Iterator[Any]:
+               params: dict[str, str] | None = None,
+               microversion: str = COMPUTE_VERSION) -> Iterator[Any]:
         """Every item of a Nova list, following its ``<key>_links`` next."""
         def items(body: Any, url: str) -> list[Any]:
             return list(body.get(key) or [])
@@ -160,7 +161,7 @@ class ComputeClient(http.ServiceClient):
 
         for page in self.pages(
                 path, dict(params or {}, limit=str(PAGE_SIZE)),
-                microversion=COMPUTE_VERSION, items=items,
+                microversion=microversion, items=items,
                 next_marker=next_marker):
             yield from page
 

@@ -13,8 +13,10 @@
 """``openstack drain host start|show|finish|cancel``: a host's drain lifecycle.
 
 The phase is derived from Nova and placement on every run
-(:mod:`nova_drain_filters.drain`); nothing is kept between runs. The tool
-never migrates a server and never enables a service it did not disable.
+(:mod:`nova_drain_filters.drain`); nothing is kept between runs. These
+commands never migrate a server (``drain host migrate`` does, in
+:mod:`osc_plugin.v1.migrate`) and never enable a service they did not
+disable.
 """
 import argparse
 import time
@@ -60,9 +62,10 @@ class ShowHost(command.Lister):
     """Show the drain phase of hosts (default: every host not Active).
 
     The phase is Active, Disabled, Draining, Drained or Released, derived
-    afresh from Nova, placement and Ironic on every run. Blocked By names
-    up to three of the servers, migrations and consumers that keep a host
-    from Drained.
+    afresh from Nova, placement and Ironic on every run. Migrations counts
+    those in flight to or from the host (not over; a cold migration
+    awaiting its confirm counts). Blocked By names up to three of the
+    servers, migrations and consumers that keep a host from Drained.
 
     Columns: Host, Phase, Instances, Migrations, Allocations, Disabled
     Reason, Blocked By.
@@ -95,7 +98,8 @@ class StartHost(_HostChange):
     each Ironic node), keeps new boots off at once. The service is disabled
     with the reason 'drain: TEXT'; a service someone else disabled keeps
     its own reason and gets only the mark. If a step fails, everything this
-    run did is undone, newest first. Servers are never migrated.
+    run did is undone, newest first. Servers are not moved: run 'openstack
+    drain host migrate' next.
     """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:

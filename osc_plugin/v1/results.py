@@ -18,6 +18,7 @@ them into text. The words are public interface: keep them as they are.
 from collections.abc import Sequence
 
 from nova_drain_filters import drain
+from nova_drain_filters import migration
 from nova_drain_filters import orphan_clear
 from nova_drain_filters import stale
 
@@ -92,3 +93,26 @@ def synced(dry_run: bool, error: str | None = None) -> str:
     if error is not None:
         return f"{FAILED}: {error}"
     return PLANNED if dry_run else DONE
+
+
+#: ``drain host migrate``: why a server stays.
+STAYS = {
+    migration.Why.BAREMETAL: "a baremetal (Ironic) server: Nova cannot migrate it",
+    migration.Why.SUSPENDED: "SUSPENDED: Nova migrates no suspended server",
+    migration.Why.ERROR: "ERROR: fix or rebuild it first",
+    migration.Why.RESCUED: "RESCUE: unrescue it first",
+    migration.Why.SHELVED: "SHELVED: it is not on a host to move from",
+    migration.Why.FOREIGN_RESIZE: "VERIFY_RESIZE from someone else's resize: "
+                            "never confirmed for them",
+    migration.Why.TASK: "a task is in progress",
+    migration.Why.AFFINITY: "in affinity group",
+    migration.Why.STATE: "Nova cannot migrate a server in this state",
+}
+#: ``drain host migrate``: how the move of a server ended.
+MIGRATED = {
+    migration.Outcome.MOVED: "moved", migration.Outcome.FAILED: "failed",
+    migration.Outcome.TIMED_OUT: "timed out, aborted",
+    migration.Outcome.UNMOVABLE: "unmovable", migration.Outcome.PLANNED: "planned",
+    migration.Outcome.NOT_STARTED: "not started", migration.Outcome.ABORTED: "aborted",
+    migration.Outcome.IN_FLIGHT: "in flight",
+}

@@ -11,7 +11,8 @@
 # under the License.
 
 """Act 6: a host drained from start to finish with ``openstack drain host``
-(as in tests/functional/test_cli_drain_host.py LifecycleTest)."""
+(as in tests/functional/test_cli_drain_host.py LifecycleTest), its server
+moved by ``drain host migrate``."""
 from __future__ import annotations
 
 from typing import Any
@@ -24,7 +25,7 @@ from .screen import ActMixin
 class DrainAct(ActMixin, cli_harness.CliTestBase):
     """host1 runs a server; it is drained, emptied and released."""
 
-    NUMBER, TITLE = 6, "A host drained: start, show, finish"
+    NUMBER, TITLE = 6, "A host drained: start, migrate, show, finish"
     HOSTS = ("host1", "host2", "host3")
 
     def boot_on(self, host: str | None = None) -> dict[str, Any]:
@@ -43,11 +44,12 @@ class DrainAct(ActMixin, cli_harness.CliTestBase):
         check("Draining" in shown.stdout,
               "host1 not Draining while its server is there")
 
-        moved = self._migrate_server(busy)
-        self._confirm_resize(moved)
+        moved = self.openstack("drain", "host", "migrate", "host1", "--yes")
+        check(" moved " in moved.stdout, "drain host migrate moved nothing")
         where = self.api.get_server(busy["id"])["OS-EXT-SRV-ATTR:host"]
         check(where != "host1", f"the server is still on {where}")
-        say(f"The server is migrated away (cold, confirmed): on {where} now.")
+        say(f"drain host migrate live-migrated it through the scheduler: on "
+            f"{where} now.")
         shown = self.openstack("drain", "host", "show", "host1")
         check("Drained" in shown.stdout, "host1 not Drained once empty")
 

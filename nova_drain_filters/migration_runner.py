@@ -1,0 +1,348 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Carry out planned moves within a concurrency cap and deadlines.
+
+The decisions are :mod:`nova_drain_filters.migration`'s; this module posts
+the moves, polls Nova's migration records for all of them in one request
+per poll (``GET /os-migrations?changes-since=``), and judges each server by
+where Nova says it ended up.
+"""
+import collections
+import dataclasses
+import datetime
+import enum
+import time
+from collections.abc import Callable
+from collections.abc import Iterable
+
+from nova_drain_filters import migration as mig
+from nova_drain_filters.clients import http
+from nova_drain_filters.clients import server_moves
+
+#: Nova's instance action of each kind of move (nova/compute/instance_actions.py).
+ACTIONS = {mig.Action.LIVE: ("live-migration",), mig.Action.COLD: ("migrate",)}
+#: Migration types that are ours to pick up again on a rerun: a ``resize``
+#: is someone's flavor change, never confirmed for them.
+TYPES = {"live-migration": mig.Action.LIVE, "migration": mig.Action.COLD}
+MAX_DETAIL = 200
+
+
+class Event(str, enum.Enum):
+    """What happened to a move (the CLI prints one line each)."""
+
+    STARTED = "started"
+    RESUMED = "resumed"
+    RUNNING = "running"
+    CONFIRMING = "confirming"
+    RETRYING = "retrying"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    ABORTING = "aborting"
+    ABORTED = "aborted"
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    concurrency: int
+    timeout: float
+    server_timeout: float
+    retries: int
+
+
+@dataclasses.dataclass
+class Move:
+    """One server being moved, as far as this run knows."""
+
+    step: mig.Step
+    #: Migration ids of the server seen before this attempt's POST.
+    known: set[int] = dataclasses.field(default_factory=set)
+    record: server_moves.MigrationRecord | None = None
+    attempts: int = 0
+    started_here: bool = False
+    posted_at: float = 0.0
+    running_since: float | None = None
+    aborted: bool = False
+    confirm_sent: bool = False
+    not_before: float = 0.0
+    outcome: mig.Outcome | None = None
+    destination: str = ""
+    detail: str = ""
+
+
+Listener = Callable[[Event, Move, str], None]
+
+
+def tail(text: str, limit: int = MAX_DETAIL) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else "..." + line[-limit:]
+
+
+def _iso(when: datetime.datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Runner:
+    """Moves servers; ``run`` returns every move with its outcome."""
+
+    def __init__(self, client: server_moves.MoveClient, options: Options,
+                 listen: Listener,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.client, self.options, self.listen = client, options, listen
+        self.clock, self.sleep = clock, sleep
+        self.queue: collections.deque[Move] = collections.deque()
+        self.flying: list[Move] = []
+        self.done: list[Move] = []
+        self.last_change = 0.0
+
+    def run(self, moves: Iterable[Move]) -> list[Move]:
+        """Post, poll and judge until every move is over or the deadline.
+
+        A move with a ``record`` (a rerun found it in flight) is tracked,
+        never posted again. KeyboardInterrupt aborts the live migrations
+        this run started, then goes on up.
+        """
+        start = self.last_change = self.clock()
+        deadline = start + self.options.timeout
+        # Polls ask for what changed since a minute before the start:
+        # Nova's clock, not ours, stamps updated_at.
+        since = _iso(datetime.datetime.now(datetime.timezone.utc)
+                     - datetime.timedelta(seconds=60))
+        for move in moves:
+            if move.record is not None:
+                self.flying.append(move)
+                self.listen(Event.RESUMED, move, move.record.status)
+            else:
+                self.queue.append(move)
+        try:
+            while self.queue or self.flying:
+                now = self.clock()
+                if now >= deadline:
+                    self.stop("--timeout reached")
+                    break
+                self.start_ready(now)
+                if not self.queue and not self.flying:
+                    break
+                self.sleep(self.pause(now, deadline))
+                self.poll(since)
+        except KeyboardInterrupt:
+            self.stop("interrupted")
+            raise
+        return self.done
+
+    def pause(self, now: float, deadline: float) -> float:
+        """Until the next poll, the next timeout, or a retry's backoff."""
+        due = [deadline]
+        due += [m.running_since + self.options.server_timeout
+                for m in self.flying if m.running_since is not None]
+        if len(self.flying) < self.options.concurrency:
+            due += [m.not_before for m in self.queue]
+        if not self.flying:
+            return max(0.0, min(due) - now)
+        return mig.poll_delay(now - self.last_change, min(due) - now)
+
+    def finish(self, move: Move, outcome: mig.Outcome, detail: str = "",
+               destination: str = "") -> None:
+        move.outcome, move.detail = outcome, tail(detail)
+        move.destination = destination
+        if move in self.flying:
+            self.flying.remove(move)
+        self.done.append(move)
+        event = {mig.Outcome.MOVED: Event.COMPLETED,
+                 mig.Outcome.TIMED_OUT: Event.ABORTED,
+                 mig.Outcome.ABORTED: Event.ABORTED}.get(outcome, Event.FAILED)
+        self.listen(event, move, move.detail or destination)
+
+    # posting ---------------------------------------------------------------
+
+    def start_ready(self, now: float) -> None:
+        for move in list(self.queue):
+            if len(self.flying) >= self.options.concurrency:
+                return
+            if move.not_before > now:
+                continue
+            self.queue.remove(move)
+            self.post(move, now)
+
+    def post(self, move: Move, now: float) -> None:
+        uuid = move.step.server
+        try:
+            if move.step.action is mig.Action.LIVE:
+                self.client.live_migrate(uuid)
+            else:
+                self.client.cold_migrate(uuid)
+        except http.Conflict as exc:
+            # A task is set (nova/compute/api.py check_instance_state): wait.
+            self.retry(move, now, f"HTTP 409: {exc.message}")
+            return
+        except http.ApiError as exc:
+            self.finish(move, mig.Outcome.FAILED, str(exc))
+            return
+        move.attempts += 1
+        move.posted_at = now
+        move.started_here = True
+        move.record, move.running_since = None, None
+        move.confirm_sent = move.aborted = False
+        self.flying.append(move)
+        self.last_change = now
+        self.listen(Event.STARTED, move, f"attempt {move.attempts}")
+
+    def retry(self, move: Move, now: float, why: str) -> None:
+        """Back to the end of the queue after a backoff, or failed."""
+        if move in self.flying:
+            self.flying.remove(move)
+        if move.attempts > self.options.retries:
+            self.finish(move, mig.Outcome.FAILED, why)
+            return
+        move.not_before = now + mig.retry_delay(move.attempts)
+        self.queue.append(move)
+        self.listen(Event.RETRYING, move, tail(why))
+
+    # polling ---------------------------------------------------------------
+
+    def poll(self, since: str) -> None:
+        by_server: dict[str, list[server_moves.MigrationRecord]] = {}
+        for record in self.client.migration_records(changes_since=since):
+            by_server.setdefault(record.instance_uuid, []).append(record)
+        now = self.clock()
+        for move in list(self.flying):
+            found = [r for r in by_server.get(move.step.server, ())
+                     if r.id not in move.known and (
+                         move.record is None or r.id == move.record.id)]
+            if found:
+                self.update(move, max(found, key=lambda r: r.id), now)
+            elif move.record is not None:
+                self.judge(move, now)
+            elif now - move.posted_at > self.options.server_timeout:
+                self.finish(move, mig.Outcome.FAILED, "Nova made no migration "
+                            "record for it within --server-timeout")
+
+    def update(self, move: Move, record: server_moves.MigrationRecord,
+               now: float) -> None:
+        before = move.record.status if move.record else None
+        move.record = record
+        if record.status != before:
+            self.last_change = now
+            if record.status == "running" and move.running_since is None:
+                move.running_since = now
+                self.listen(Event.RUNNING, move, self.memory(move))
+        self.judge(move, now)
+
+    def memory(self, move: Move) -> str:
+        """Memory remaining, where Nova gives it (libvirt does; the fake
+        driver does not)."""
+        assert move.record is not None
+        try:
+            found = self.client.server_migration(move.step.server,
+                                                 move.record.id)
+        except http.ApiError:
+            return ""
+        left = (found or {}).get("memory_remaining_bytes")
+        return f"memory remaining {left // 2**20} MiB" if left else ""
+
+    def judge(self, move: Move, now: float) -> None:
+        record = move.record
+        assert record is not None
+        running_for = (None if move.running_since is None
+                       else now - move.running_since)
+        what = mig.next_step(move.step.action, record.status,
+                             running_for=running_for,
+                             server_timeout=self.options.server_timeout,
+                             aborted=move.aborted)
+        if what is mig.Next.WAIT:
+            return
+        if what is mig.Next.ABORT:
+            self.abort(move, f"still running after --server-timeout "
+                       f"{self.options.server_timeout:g}s")
+        elif what is mig.Next.CONFIRM and not move.confirm_sent:
+            self.confirm(move)
+        elif what is mig.Next.VERIFY:
+            self.verify(move, record)
+        elif what is mig.Next.CANCELLED:
+            self.finish(move, mig.Outcome.TIMED_OUT, move.detail
+                        + "; the server stays on " + move.step.host)
+        elif what is mig.Next.RETRY:
+            self.failed(move, record, now, retry=True)
+        elif what is mig.Next.FAIL:
+            self.failed(move, record, now, retry=False)
+
+    def confirm(self, move: Move) -> None:
+        try:
+            self.client.confirm_resize(move.step.server)
+        except http.Conflict:
+            pass  # confirmed by someone meanwhile: the record will say
+        except http.ApiError as exc:
+            self.finish(move, mig.Outcome.FAILED, f"confirm: {exc}")
+            return
+        move.confirm_sent = True
+        self.listen(Event.CONFIRMING, move, "")
+
+    def verify(self, move: Move, record: server_moves.MigrationRecord) -> None:
+        """Over by its record: success only if the server really is
+        elsewhere and idle (Nova clears the task right after)."""
+        server = self.client.server_state(move.step.server)
+        if server is None:
+            self.finish(move, mig.Outcome.FAILED, "the server was deleted")
+        elif mig.succeeded(move.step.action, record.status, move.step.host,
+                           server.host, server.task_state):
+            self.finish(move, mig.Outcome.MOVED, destination=server.host or "")
+        elif server.host == move.step.host and server.task_state is None:
+            self.finish(move, mig.Outcome.FAILED, f"migration {record.status}"
+                        f" but the server is still on {move.step.host}")
+
+    def failed(self, move: Move, record: server_moves.MigrationRecord,
+               now: float, retry: bool) -> None:
+        server = self.client.server_state(move.step.server)
+        try:
+            faults = self.client.action_faults(
+                move.step.server, ACTIONS[move.step.action])
+        except http.ApiError as exc:
+            faults = [f"no fault: {exc}"]
+        why = f"migration {record.status}: " + (
+            "; ".join(faults) or "no fault recorded")
+        if (retry and server is not None and mig.transient(
+                move.step.action, move.step.host, server.host, server.status,
+                server.task_state)):
+            if move.record is not None:
+                move.known.add(move.record.id)
+            self.retry(move, now, why)
+        else:
+            self.finish(move, mig.Outcome.FAILED, why)
+
+    def abort(self, move: Move, why: str) -> None:
+        assert move.record is not None
+        try:
+            self.client.abort_live_migration(move.step.server, move.record.id)
+        except http.ApiError as exc:
+            move.detail = f"{why}; abort refused: {exc.message}"
+            return
+        move.aborted, move.detail = True, why
+        self.listen(Event.ABORTING, move, why)
+
+    def stop(self, why: str) -> None:
+        """At the deadline or on Ctrl-C: abort what this run started live,
+        leave cold moves (Nova cannot abort them) and post nothing more."""
+        for move in list(self.queue):
+            self.queue.remove(move)
+            self.finish(move, mig.Outcome.NOT_STARTED, why)
+        for move in list(self.flying):
+            status = move.record.status if move.record else ""
+            if (move.started_here and move.step.action is mig.Action.LIVE
+                    and status in mig.ABORTABLE and not move.aborted):
+                self.abort(move, why)
+                self.finish(move, mig.Outcome.ABORTED if move.aborted
+                            else mig.Outcome.IN_FLIGHT, move.detail)
+            else:
+                self.finish(move, mig.Outcome.IN_FLIGHT,
+                            f"{why}: migration {status or 'not seen yet'} "
+                            "left to Nova")

@@ -1,0 +1,157 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The decisions of ``drain host migrate``: pure functions over facts."""
+import testtools
+
+from nova_drain_filters import migration as mig
+from nova_drain_filters.migration import Action
+from nova_drain_filters.migration import Next
+from nova_drain_filters.migration import Why
+
+
+def server(status: str = "ACTIVE", **kw: object) -> mig.ServerFacts:
+    return mig.ServerFacts("s1", "web", "h1", status, **kw)  # type: ignore
+
+
+class TestPlanMove(testtools.TestCase):
+    def test_by_status(self) -> None:
+        for status, action, why in (
+                ("ACTIVE", Action.LIVE, None), ("PAUSED", Action.LIVE, None),
+                ("SHUTOFF", Action.COLD, None),
+                ("SUSPENDED", Action.NONE, Why.SUSPENDED),
+                ("ERROR", Action.NONE, Why.ERROR),
+                ("RESCUE", Action.NONE, Why.RESCUED),
+                ("SHELVED", Action.NONE, Why.SHELVED),
+                ("SHELVED_OFFLOADED", Action.NONE, Why.SHELVED),
+                ("VERIFY_RESIZE", Action.NONE, Why.FOREIGN_RESIZE),
+                ("BUILD", Action.NONE, Why.STATE)):
+            step = mig.plan_move(server(status))
+            self.assertEqual((action, why), (step.action, step.why), status)
+            self.assertEqual(("h1", "s1", "web"),
+                             (step.host, step.server, step.name))
+
+    def test_baremetal_first_then_task(self) -> None:
+        self.assertEqual(Why.BAREMETAL, mig.plan_move(server(
+            baremetal=True, task_state="migrating")).why)
+        step = mig.plan_move(server(task_state="resize_prep"))
+        self.assertEqual((Action.NONE, Why.TASK, "resize_prep"),
+                         (step.action, step.why, step.detail))
+
+    def test_affinity_group_stays(self) -> None:
+        step = mig.plan_move(server(affinity=("pair", 1)))
+        self.assertEqual((Action.NONE, Why.AFFINITY, "pair (1 other "
+                          "member(s))"), (step.action, step.why, step.detail))
+        # Its state is named first when that alone keeps it.
+        self.assertEqual(Why.SUSPENDED, mig.plan_move(server(
+            "SUSPENDED", affinity=("pair", 1))).why)
+        self.assertEqual(Action.COLD, mig.plan_move(server(
+            "SHUTOFF")).action)
+
+    def test_plan_moves_order(self) -> None:
+        steps = mig.plan_moves([
+            mig.ServerFacts("a", "z", "h1", "SUSPENDED"),
+            mig.ServerFacts("b", "y", "h1", "SHUTOFF"),
+            mig.ServerFacts("c", "x", "h1", "ACTIVE"),
+            mig.ServerFacts("d", "w", "h1", "ACTIVE")])
+        self.assertEqual(["d", "c", "b", "a"], [s.server for s in steps])
+
+
+class TestNextStep(testtools.TestCase):
+    def next(self, action: Action, status: str, running_for: float | None =
+             None, aborted: bool = False) -> Next:
+        return mig.next_step(action, status, running_for=running_for,
+                             server_timeout=10, aborted=aborted)
+
+    def test_live(self) -> None:
+        for status in ("accepted", "queued", "preparing", "post-migrating"):
+            self.assertEqual(Next.WAIT, self.next(Action.LIVE, status))
+        self.assertEqual(Next.WAIT, self.next(Action.LIVE, "running", 9.9))
+        self.assertEqual(Next.ABORT, self.next(Action.LIVE, "running", 10))
+        self.assertEqual(Next.WAIT, self.next(Action.LIVE, "running", 99,
+                                              aborted=True))
+        self.assertEqual(Next.VERIFY, self.next(Action.LIVE, "completed"))
+        self.assertEqual(Next.RETRY, self.next(Action.LIVE, "error"))
+        self.assertEqual(Next.FAIL, self.next(Action.LIVE, "failed"))
+        self.assertEqual(Next.FAIL, self.next(Action.LIVE, "cancelled"))
+        self.assertEqual(Next.CANCELLED, self.next(Action.LIVE, "cancelled",
+                                                   aborted=True))
+
+    def test_cold(self) -> None:
+        for status in ("pre-migrating", "migrating", "post-migrating",
+                       "confirming"):
+            self.assertEqual(Next.WAIT, self.next(Action.COLD, status))
+        self.assertEqual(Next.CONFIRM, self.next(Action.COLD, "finished"))
+        self.assertEqual(Next.VERIFY, self.next(Action.COLD, "confirmed"))
+        self.assertEqual(Next.RETRY, self.next(Action.COLD, "error"))
+        self.assertEqual(Next.FAIL, self.next(Action.COLD, "reverted"))
+        # A cold migration is never aborted, whatever its age.
+        self.assertEqual(Next.WAIT, self.next(Action.COLD, "migrating", 99))
+
+
+class TestSuccess(testtools.TestCase):
+    def test_succeeded(self) -> None:
+        self.assertTrue(mig.succeeded(Action.LIVE, "completed", "h1", "h2",
+                                      None))
+        self.assertTrue(mig.succeeded(Action.COLD, "confirmed", "h1", "h2",
+                                      None))
+        for args in (("completed", "h1", "h1", None),   # still on source
+                     ("completed", "h1", "h2", "migrating"),
+                     ("running", "h1", "h2", None),
+                     ("completed", "h1", None, None)):
+            self.assertFalse(mig.succeeded(Action.LIVE, *args), args)
+        # A finished cold migration awaits its confirm: not yet.
+        self.assertFalse(mig.succeeded(Action.COLD, "finished", "h1", "h2",
+                                       None))
+
+    def test_transient(self) -> None:
+        self.assertTrue(mig.transient(Action.LIVE, "h1", "h1", "ACTIVE",
+                                      None))
+        self.assertTrue(mig.transient(Action.LIVE, "h1", "h1", "PAUSED",
+                                      None))
+        self.assertTrue(mig.transient(Action.COLD, "h1", "h1", "SHUTOFF",
+                                      None))
+        self.assertFalse(mig.transient(Action.LIVE, "h1", "h1", "ERROR",
+                                       None))
+        self.assertFalse(mig.transient(Action.LIVE, "h1", "h2", "ACTIVE",
+                                       None))
+        self.assertFalse(mig.transient(Action.LIVE, "h1", "h1", "ACTIVE",
+                                       "migrating"))
+
+    def test_host_done(self) -> None:
+        self.assertTrue(mig.host_done(mig.HostLoad("h1", (), ())))
+        self.assertFalse(mig.host_done(mig.HostLoad("h1", ("s1",), ())))
+        self.assertFalse(mig.host_done(mig.HostLoad("h1", (), ("m1",))))
+        self.assertTrue(mig.unfinished(["completed", "finished"]))
+        self.assertFalse(mig.unfinished(["completed", "error", "confirmed"]))
+
+
+class TestBackoff(testtools.TestCase):
+    def test_retry_delay(self) -> None:
+        self.assertEqual([2.0, 2.0, 4.0, 8.0, 60.0],
+                         [mig.retry_delay(a) for a in (0, 1, 2, 3, 10)])
+
+    def test_poll_delay_grows_with_quiet_time(self) -> None:
+        self.assertEqual(mig.MIN_POLL, mig.poll_delay(0.0, 100))
+        self.assertEqual(2.0, mig.poll_delay(10.0, 100))
+        self.assertEqual(mig.MAX_POLL, mig.poll_delay(1e6, 100))
+        self.assertEqual(0.5, mig.poll_delay(10.0, 0.5))
+        self.assertEqual(0.0, mig.poll_delay(10.0, -1))
+
+    def test_polls_per_wait_are_few(self) -> None:
+        """A quiet wait of T costs about log(T) polls, never T/interval."""
+        for wait, most in ((3.0, 12), (60.0, 28), (3600.0, 160)):
+            t, polls = 0.0, 0
+            while t < wait:
+                t += mig.poll_delay(t, 1e9)
+                polls += 1
+            self.assertLessEqual(polls, most, wait)
