@@ -12,10 +12,13 @@
 # under the License.
 # The whole test suite: lint, types, the sample config, the docs, unit and
 # functional tests (Nova's harness, a real Ironic and a real placement,
-# started by the tests themselves) on the newest supported Nova, in .venv.
+# started by the tests themselves) on the newest supported Nova, in .venv;
+# then the scheduler-side tests again on native threads (SCHEDULER_SIDE),
+# as that release's nova-scheduler runs, with a summary line of their own.
 #   --all-releases  then the functional suite again on every older supported
 #                   Nova (.venv-novaNN, built by tools/setup.sh), one summary
-#                   line per release. This is what CI runs.
+#                   line per release, and the native-threads pass on each
+#                   in THREADING_RELEASES. This is what CI runs.
 # Other arguments go to stestr as a test filter. The last line is always
 # "N passed, N failed, N skipped" over everything that ran.
 set -uo pipefail
@@ -25,6 +28,21 @@ cd "$(dirname "$0")/.."
 OLDER_RELEASES="31 32 33"
 NEWEST=34
 declare -A SERIES=([31]=2025.1 [32]=2025.2 [33]=2026.1 [34]=2026.2)
+# The releases whose nova-scheduler console script starts on native threads
+# (monkey_patch.patch(backend='threading') in nova/cmd/scheduler.py; 31 and
+# 32 patch eventlet in nova/cmd/__init__.py). doc/source/install.rst.
+THREADING_RELEASES="33 34"
+# The scheduler-side tests, run a second time on native threads on those
+# releases (OS_NOVA_DISABLE_EVENTLET_PATCHING=true; Nova's harness patches
+# eventlet otherwise): the filters, the pre-filter, the Ironic view and its
+# threads, start-up from nova.conf, events and the broker outage, and the
+# fork path's unit tests.
+# The tier on Nova's own Ironic driver (tests/functional/ironic_driver_base.py)
+# runs on the newest release only, to keep CI under its hour: about four
+# minutes a release, and it passed on 31 to 33 when it was written
+# (doc/source/testing.rst).
+NEWEST_ONLY='^tests\.functional\.test_ironic_driver_'
+SCHEDULER_SIDE='^tests\.(functional\.(test_baremetal_events|test_baremetal_scheduling|test_baremetal_startup|test_concurrency_mode|test_event_mode_config|test_ironic_events|test_ironic_view|test_prefilter|test_service_filters|test_stale_nodes)|unit\.(ironic_view\.(test_events|test_refresher|test_view|test_view_verdict)|test_snapshot_age))\.'
 
 all_releases=0
 if [ "${1:-}" = "--all-releases" ]; then
@@ -67,6 +85,41 @@ run_suite() {
     if [ $run_rc -ne 0 ] || [ "$passed" -eq 0 ]; then rc=1; fi
 }
 
+# threading_pass VENV LOG [filter...]: the scheduler-side tests again, on
+# native threads; sets passed, failed, skipped and run_rc like run_suite.
+threading_pass() {
+    local venv=$1 log=$2 list
+    shift 2
+    list=$(mktemp)
+    OS_NOVA_DISABLE_EVENTLET_PATCHING=true "$venv/bin/stestr" \
+        --test-path ./tests list "$@" 2>/dev/null | grep -E "$SCHEDULER_SIDE" > "$list"
+    if [ ! -s "$list" ]; then
+        passed=0 failed=0 skipped=0 run_rc=0
+        rm -f "$list"
+        return 1
+    fi
+    OS_NOVA_DISABLE_EVENTLET_PATCHING=true \
+        run_suite "$venv" "$log" ./tests --load-list "$list"
+    rm -f "$list"
+}
+
+# threading_summary RELEASE VENV: the native-threads pass, if RELEASE's
+# scheduler defaults to them, with its own summary line.
+threading_summary() {
+    local release=$1 venv=$2 log
+    shift 2
+    case " $THREADING_RELEASES " in *" $release "*) ;; *) return 0 ;; esac
+    echo "== Nova $release (${SERIES[$release]}): the scheduler-side tests on native threads" >&2
+    log=.stestr-run-threading.log
+    [ "$release" = "$NEWEST" ] || log=.stestr-run-nova$release-threading.log
+    local began=$SECONDS
+    if threading_pass "$venv" "$log" "$@"; then
+        summaries+=("Nova $release (${SERIES[$release]}) scheduler-side, native threads: $passed passed, $failed failed, $skipped skipped; tests $((SECONDS - began))s")
+    else
+        summaries+=("Nova $release (${SERIES[$release]}) scheduler-side, native threads: none selected")
+    fi
+}
+
 start=$SECONDS
 tools/setup.sh || exit $?
 install_time=$((SECONDS - start))
@@ -85,6 +138,7 @@ echo "== stestr run: unit and functional tests, Nova $NEWEST" >&2
 start=$SECONDS
 run_suite .venv .stestr-run.log ./tests "$@"
 summaries+=("Nova $NEWEST (${SERIES[$NEWEST]}) unit+functional: $passed passed, $failed failed, $skipped skipped; install ${install_time}s, tests $((SECONDS - start))s")
+threading_summary "$NEWEST" .venv "$@"
 
 if [ $all_releases -eq 1 ]; then
     for release in $OLDER_RELEASES; do
@@ -97,8 +151,10 @@ if [ $all_releases -eq 1 ]; then
         fi
         install_time=$((SECONDS - start))
         start=$SECONDS
-        run_suite ".venv-nova$release" ".stestr-run-nova$release.log" ./tests/functional "$@"
+        run_suite ".venv-nova$release" ".stestr-run-nova$release.log" ./tests/functional \
+            --exclude-regex "$NEWEST_ONLY" "$@"
         summaries+=("Nova $release (${SERIES[$release]}) functional: $passed passed, $failed failed, $skipped skipped; install ${install_time}s, tests $((SECONDS - start))s")
+        threading_summary "$release" ".venv-nova$release" "$@"
     done
 fi
 

@@ -28,14 +28,16 @@ from nova_drain_filters.conf import validation
 from nova_drain_filters.conf.baremetal import FAIL_PASS
 from nova_drain_filters.conf.baremetal import FAIL_REJECT
 from nova_drain_filters.conf.baremetal import baremetal_opts
+from nova_drain_filters.conf.baremetal import derived_snapshot_age
+from nova_drain_filters.conf.baremetal import max_snapshot_age
 from nova_drain_filters.conf.filters import filter_opts
 from nova_drain_filters.conf.notifications import notification_opts
 from nova_drain_filters.conf.validation import NUMBER_CEILING
 from nova_drain_filters.conf.validation import ConfigError
 
 __all__ = ["FAIL_PASS", "FAIL_REJECT", "GROUP", "NUMBER_CEILING",
-           "ConfigError", "drain_group", "list_opts", "register_opts",
-           "validate"]
+           "ConfigError", "derived_snapshot_age", "drain_group", "list_opts",
+           "max_snapshot_age", "register_opts", "validate"]
 
 GROUP = "drain_filters"
 

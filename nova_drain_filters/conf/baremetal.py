@@ -11,11 +11,15 @@
 # under the License.
 
 """Options of the cached Ironic view the baremetal rules read."""
+from typing import Any
 
 from oslo_config import cfg
 
 FAIL_PASS = "pass"
 FAIL_REJECT = "reject"
+
+#: The smallest derived ``baremetal_max_snapshot_age``: the default of old.
+SNAPSHOT_AGE_FLOOR = 120
 
 baremetal_opts = [
     cfg.IntOpt(
@@ -40,7 +44,8 @@ Possible values:
 
 Related options:
 
-* ``baremetal_max_snapshot_age``
+* ``baremetal_max_snapshot_age``: unset, it follows this interval in
+  polling mode.
 * ``baremetal_startup_wait``
 * ``baremetal_page_size``
 * The ``[ironic]`` section: how to reach Ironic (auth, endpoint, TLS,
@@ -49,7 +54,6 @@ Related options:
     ),
     cfg.IntOpt(
         "baremetal_max_snapshot_age",
-        default=120,
         min=1,
         max=86400,
         help="""
@@ -57,17 +61,37 @@ How old, in seconds, the Ironic snapshot may get before it is not trusted.
 
 While refreshes fail (Ironic down, timing out, answering 5xx or garbage) the
 filters keep deciding on the last good snapshot up to this age; after that,
-``baremetal_failure_mode`` applies. Must not be smaller than
-``baremetal_refresh_interval``.
+``baremetal_failure_mode`` applies.
+
+Unset (the default), it is derived, so that setting
+``baremetal_refresh_interval`` alone is never an error:
+
+* polling (``baremetal_notifications = false``): twice
+  ``baremetal_refresh_interval``, at least 120. One refresh may fail and
+  the snapshot is still trusted until the next.
+* event mode (``baremetal_notifications = true``): twice
+  ``baremetal_notifications_fallback_interval``, at least 120.
+
+In event mode the age is counted from the last full listing or from the
+last moment the listener's broker connection was seen up and caught up,
+whichever is later: a quiet cloud sends no events for hours, and a healthy
+connection, not the last event, is what keeps the snapshot current. When
+the connection drops, the process lists Ironic every
+``baremetal_notifications_fallback_interval`` seconds, and this age bounds
+how long it decides on the snapshot if those listings fail too.
 
 Possible values:
 
+* Unset: derived as above (120 with the other defaults).
 * A number of seconds, at least ``baremetal_refresh_interval`` and at
   most 86400 (a day).
 
 Related options:
 
 * ``baremetal_failure_mode``
+* ``baremetal_refresh_interval``
+* ``baremetal_notifications``
+* ``baremetal_notifications_fallback_interval``
 """,
     ),
     cfg.IntOpt(
@@ -185,3 +209,35 @@ Possible values:
 """,
     ),
 ]
+
+
+def derived_snapshot_age(refresh_interval: int, notifications: bool,
+                         fallback_interval: int) -> int:
+    """The ``baremetal_max_snapshot_age`` used when the option is unset.
+
+    ==============  ===========================================
+    mode            derived age
+    ==============  ===========================================
+    polling         max(120, 2 x baremetal_refresh_interval)
+    event mode      max(120, 2 x fallback_interval)
+    ==============  ===========================================
+
+    Twice the period of the listings that keep the snapshot current when
+    nothing else does: one of them may fail. In event mode those are the
+    fallback listings of a lost broker connection; while the connection is
+    up the snapshot's age is counted from the last moment it was seen up
+    (``IronicView.trusted``), so the long reconciliation interval does not
+    enter.
+    """
+    period = fallback_interval if notifications else refresh_interval
+    return max(SNAPSHOT_AGE_FLOOR, 2 * period)
+
+
+def max_snapshot_age(group: Any) -> int:
+    """The ``[drain_filters]`` snapshot age limit: the option, or derived."""
+    explicit = group.baremetal_max_snapshot_age
+    if explicit is not None:
+        return int(explicit)
+    return derived_snapshot_age(
+        group.baremetal_refresh_interval, group.baremetal_notifications,
+        group.baremetal_notifications_fallback_interval)

@@ -137,7 +137,8 @@ Seconds between two listings of Ironic while the broker cannot be reached.
 When the listener loses its broker (or cannot reach it at start-up) it
 logs a warning once and lists Ironic this often, as without
 notifications, until the broker is back; then it logs once more, lists
-once to catch up on what it missed, and goes back to events.
+once to catch up on what it missed, and goes back to events. In event
+mode an unset ``baremetal_max_snapshot_age`` is twice this, at least 120.
 
 Possible values:
 
@@ -147,6 +148,7 @@ Related options:
 
 * ``baremetal_notifications``
 * ``baremetal_refresh_interval``
+* ``baremetal_max_snapshot_age``
 """,
     ),
 ]

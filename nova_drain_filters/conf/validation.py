@@ -107,7 +107,11 @@ def validate(conf: cfg.ConfigOpts, group_name: str,
         problem = check_value(opt, value)
         if problem is not None:
             raise ConfigError(f"[{group_name}] {opt.dest}: {problem}")
-    if group.baremetal_max_snapshot_age < group.baremetal_refresh_interval:
+    # Unset, the age is derived from the interval (baremetal.py
+    # max_snapshot_age) and cannot be smaller; an explicit one is checked.
+    explicit_age = group.baremetal_max_snapshot_age
+    if (explicit_age is not None
+            and explicit_age < group.baremetal_refresh_interval):
         raise ConfigError(
             f"[{group_name}] baremetal_max_snapshot_age: "
             f"{group.baremetal_max_snapshot_age} is smaller than "

@@ -21,8 +21,9 @@ request that finds no snapshot yet waits for the first listing for at most
 ``baremetal_startup_wait`` seconds.
 
 Failure policy: a failed refresh keeps the last good snapshot; once that is
-older than ``baremetal_max_snapshot_age`` it is not trusted and
-``baremetal_failure_mode`` decides. A listing that lacks too many of the
+older than ``baremetal_max_snapshot_age`` (derived from the mode when
+unset; in event mode a healthy listener connection keeps it young) it is
+not trusted and ``baremetal_failure_mode`` decides. A listing that lacks too many of the
 Ironic nodes Nova knows (``ironic_missing_max_fraction``) is not believed
 about missing nodes either. Nothing from Ironic is ever raised into the
 scheduler.
@@ -178,6 +179,9 @@ class IronicView:
 
     def _forked(self) -> None:
         self._startup_logged = False
+        self.patches.after_fork()
+        if self._events is not None:  # the parent's connection, not ours
+            self._events.healthy_at = None
 
     def _age_text(self) -> str:
         snap = self.patches.current
@@ -219,12 +223,21 @@ class IronicView:
     # reading -------------------------------------------------------------
 
     def trusted(self) -> snapshot.Snapshot | None:
-        """The snapshot if it is young enough to decide on, else None."""
+        """The snapshot if it is young enough to decide on, else None.
+
+        Its age runs from the last listing or from when the event
+        listener's connection was last seen up and caught up
+        (``healthy_at``), whichever is later: a quiet cloud sends no events.
+        """
         snap = self.patches.current
-        max_age = CONF.drain_filters.baremetal_max_snapshot_age
-        if snap is None or self._clock() - snap.finished_at > max_age:
+        if snap is None:
             return None
-        return snap
+        fresh_at = snap.finished_at
+        healthy_at = self._events.healthy_at if self._events else None
+        if healthy_at is not None and healthy_at > fresh_at:
+            fresh_at = healthy_at
+        max_age = drain_conf.max_snapshot_age(CONF.drain_filters)
+        return None if self._clock() - fresh_at > max_age else snap
 
     def seen(self, node_uuid: str) -> float:
         """Remember when the scheduler first saw this node; return that."""

@@ -35,7 +35,9 @@ only a broker policy removes; the docs give one (``expires``).
 Health: while the listener's connection is down (or before it ever came
 up), the view is listed every ``baremetal_notifications_fallback_interval``
 seconds; one warning says so and one message says when events flow again,
-followed by one listing to catch up on what was missed.
+followed by one listing to catch up on what was missed. While it is up and
+caught up, each look stamps ``healthy_at``, which keeps the view's snapshot
+trusted in a cloud that sends no events.
 
 Nothing here raises into the scheduler: a bad event, a failed read or a
 broker outage is logged and dropped.
@@ -56,6 +58,7 @@ from nova_drain_filters import decisions
 from nova_drain_filters.clients import ironic
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import pools
+from nova_drain_filters.ironic_view import refresher
 from nova_drain_filters.ironic_view import snapshot
 
 LOG = logging.getLogger(__name__)
@@ -109,6 +112,8 @@ class EventListener:
         self._clock = clock
         self._transport_factory = transport_factory or _notification_transport
         self._pid: int | None = None
+        #: The eventlet hub the threads run on (``green_hub``).
+        self._hub: object | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._slot = pools.Slot(pools.lock_dir(), pools.host_name())
@@ -127,6 +132,10 @@ class EventListener:
         self._error_logged = False
         #: Set when the broker came (back): a listing must start after it.
         self._catch_up_since: float | None = None
+        #: When the connection was last seen up and caught up (``settled``):
+        #: until then events reached the view, so the view counts its
+        #: snapshot's age from here (``IronicView.trusted``).
+        self.healthy_at: float | None = None
 
     # life cycle ------------------------------------------------------------
 
@@ -137,17 +146,24 @@ class EventListener:
         connection is the parent's: both are left alone, not closed.
         """
         pid = os.getpid()
-        if self._pid == pid and any(t.is_alive() for t in self._threads):
+        hub = refresher.green_hub()
+        if self._pid == pid and self._hub is hub and any(
+                t.is_alive() for t in self._threads):
             return
-        if self._pid is not None and self._pid != pid:
+        # A worker oslo.service's eventlet backend forked gets a new hub
+        # after the fork (refresher.green_hub): what ran on the old
+        # one is as lost as a parent's threads.
+        if self._pid is not None and (self._pid != pid or self._hub is not hub):
             self._server = self._transport = self._client = None
             self._slot.forget()
             self._pending.clear()
             self.broker_up = None
+            self.healthy_at = None
             # A lock another thread held at the fork stays held in the child.
             self._wake = threading.Condition()
             self._stop = threading.Event()
         self._pid = pid
+        self._hub = hub
         self._stop.clear()
         self._threads = [
             threading.Thread(target=self._watch, name="drain-ironic-events",
@@ -280,6 +296,8 @@ class EventListener:
             last_listing = now
             self.fallback_listings += 1
             self.view.refresh()
+        if self.settled and self.connected():
+            self.healthy_at = now
         return last_listing
 
     # events ----------------------------------------------------------------

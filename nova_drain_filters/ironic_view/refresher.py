@@ -29,6 +29,7 @@ fork, so ``os.register_at_fork`` restarts the threads in each child at
 once, before any request, and parks them in the parent, which serves none.
 """
 import os
+import sys
 import threading
 from collections.abc import Callable
 
@@ -51,6 +52,27 @@ STALE_BEAT = 10.0
 
 def _nothing() -> None:
     """The default of a hook the owner does not need."""
+
+
+def green_hub() -> object | None:
+    """The eventlet hub this thread runs on; None on native threads.
+
+    Threads are green only in a process Nova monkey-patched
+    (``nova/monkey_patch.py``). On native threads (Nova 34's scheduler,
+    ``OS_NOVA_DISABLE_EVENTLET_PATCHING``) eventlet is not imported here,
+    nor may it be: Nova 33 and 34 poison its import.
+    oslo.service's eventlet backend replaces the hub in each forked worker
+    (``eventlet.hubs.use_hub()`` in ``ProcessLauncher._child_process``,
+    ``oslo_service/backend/_eventlet/service.py``) after the fork hooks ran:
+    green threads started on the old hub never run again, though
+    ``is_alive()`` says True.
+    """
+    patcher = sys.modules.get("eventlet.patcher")
+    # Nova 32 imports eventlet even on native threads (poison_eventlet):
+    # only a patched ``thread`` makes our threads green.
+    if patcher is None or not patcher.is_monkey_patched("thread"):
+        return None
+    return sys.modules["eventlet.hubs"].get_hub()
 
 
 class Refresher:
@@ -88,6 +110,8 @@ class Refresher:
         self._thread: threading.Thread | None = None
         self._watchdog: threading.Thread | None = None
         self._pid: int | None = None
+        #: The eventlet hub the threads were started on (None: native).
+        self._hub: object | None = None
         #: Listings of an older generation are dropped when they finish.
         self._generation = 0
         #: When this process's refresher first started: bounds the wait.
@@ -178,6 +202,12 @@ class Refresher:
                 return
             if self._pid is not None and self._pid != pid:
                 self._reset_after_fork()
+            hub = green_hub()
+            if self._hub is not hub and self._watchdog is not None:
+                # The hub was replaced under our green threads (a worker
+                # oslo.service forked): they never run again. Start afresh.
+                self._reset_threads()
+            self._hub = hub
             self._pid = pid
             if self._running_since is None:
                 self._running_since = self._clock()
@@ -196,6 +226,7 @@ class Refresher:
     def _watchdog_beating(self) -> bool:
         watchdog = self._watchdog
         return watchdog is not None and watchdog.is_alive() and (
+            self._hub is green_hub()) and (
             self._clock() - self._watch_beat <= STALE_BEAT + WATCH_PERIOD)
 
     def _refresher_beating(self, now: float) -> bool:
@@ -296,6 +327,13 @@ class Refresher:
         """
         self._refresh_lock = threading.Lock()
         self._thread_lock = threading.Lock()
+        self._reset_threads()
+        self._pid = None
+        self._forget_connections()
+        self._forked()
+
+    def _reset_threads(self) -> None:
+        """Forget threads that will never run again; a listing starts over."""
         self._stop = threading.Event()
         self._thread = self._watchdog = None
         # Under eventlet the parent's green threads live on in the child:
@@ -307,9 +345,6 @@ class Refresher:
         self._running_since = self._clock()
         self._restart_at = 0.0
         self._backoff = BACKOFF_MIN
-        self._pid = None
-        self._forget_connections()
-        self._forked()
 
     def after_fork_in_child(self) -> None:
         """Restart in a forked worker, if the parent was started."""

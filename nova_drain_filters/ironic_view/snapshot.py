@@ -97,6 +97,14 @@ class Patches:
         #: rule, which only tells a listing's gaps from new enrolments.
         self._deleted: set[str] = set()
 
+    def after_fork(self) -> None:
+        """A forked child's lock: the parent's copy may be held for good.
+
+        Another thread may have been installing a listing or applying an
+        event as the process forked; the snapshot itself is swapped whole.
+        """
+        self._event_lock = threading.Lock()
+
     @property
     def current(self) -> Snapshot | None:
         """The latest snapshot with the events applied; None before any."""

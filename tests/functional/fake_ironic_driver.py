@@ -17,8 +17,10 @@ hypervisor type is ``ironic`` (``nova/virt/ironic/driver.py``
 ``_node_resource``), so the drain filters treat them as Ironic nodes. Nova's
 Ironic driver itself needs a real deploy path; the fake one spawns nothing.
 It is the one multi-node fake of the functional tests, the demo and the
-benchmarks: class attributes say what its nodes offer, and whoever sets one
-restores it (``self.addCleanup(setattr, driver, name, old)``).
+benchmarks, kept for the tests that need many nodes cheaply: class
+attributes say what its nodes offer, and whoever sets one restores it
+(``self.addCleanup(setattr, driver, name, old)``). Nova's own driver runs
+against the real Ironic in ``test_ironic_driver_*`` (``ironic_driver_base.py``).
 """
 import sys
 from typing import Any

@@ -15,6 +15,8 @@
 The full listing runs every 600 s, so any change the filters see within a
 test came by an event, unless the view's listing counter moved. The broker
 is stopped mid-test to show the fallback to polling and the way back.
+
+Driver: ``FakeIronicDriver``, no deploy needed (Nova's own: test_ironic_driver_*).
 """
 
 from tests.functional.baremetal_base import EventModeTestBase

@@ -17,6 +17,8 @@ One nova-compute fronts several nodes whose UUIDs are real Ironic node
 UUIDs (``FakeIronicDriver``). The nodes move through real Ironic state
 changes; the filters learn of them from the Ironic view's refresher, with no
 nova-compute periodic in between.
+
+Driver: ``FakeIronicDriver``, no deploy needed (Nova's own: test_ironic_driver_*).
 """
 import time
 

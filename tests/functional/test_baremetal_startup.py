@@ -15,6 +15,8 @@
 Nova's real scheduler with a real Ironic; nothing of this project is set
 up by a fixture and no refresh is called by hand. The filters and the
 Ironic view start because Nova loads ``all_filters``.
+
+Driver: ``FakeIronicDriver``, no deploy needed (Nova's own: test_ironic_driver_*).
 """
 from typing import Any
 

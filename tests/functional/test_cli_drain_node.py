@@ -12,7 +12,10 @@
 
 """``openstack drain node`` and ``drain host`` on an Ironic service: the real
 shell, Nova's harness and a real Ironic, with a driver that copies node
-traits over the provider as Nova's Ironic driver does."""
+traits over the provider as Nova's Ironic driver does.
+
+Driver: ``FakeIronicDriver``, no deploy needed (Nova's own: test_ironic_driver_*).
+"""
 import json
 import sys
 from typing import Any

@@ -12,7 +12,10 @@
 
 """``openstack drain orphan list|clear`` through the real openstack shell,
 against Nova's API, scheduler and placement with orphans made the way they
-happen in real life."""
+happen in real life.
+
+Driver: ``FakeIronicDriver``, no deploy needed (Nova's own: test_ironic_driver_*).
+"""
 import io
 from contextlib import redirect_stdout
 

@@ -11,7 +11,10 @@
 # under the License.
 
 """``openstack drain sync`` and the Ironic rule of ``stale list``: the real
-openstack shell, Nova's harness and a real Ironic."""
+openstack shell, Nova's harness and a real Ironic.
+
+Driver: ``FakeIronicDriver``, no deploy needed (Nova's own: test_ironic_driver_*).
+"""
 import json
 import os
 import signal

@@ -18,6 +18,8 @@ The node is deleted the way Nova deletes one: the driver stops reporting it,
 provider, which still holds an orphaned allocation
 (``nova/compute/manager.py`` ``update_available_resource``, then
 ``SchedulerReportClient.delete_resource_provider`` swallowing the 409).
+
+Driver: ``FakeIronicDriver``, no deploy needed (Nova's own: test_ironic_driver_*).
 """
 import io
 import json

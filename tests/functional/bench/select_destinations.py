@@ -15,11 +15,14 @@
 Inside Nova's in-process harness (real scheduler, conductor, API, placement
 and database) one nova-compute reports ``--nodes`` Ironic-like compute nodes
 (``tests/functional/fake_ironic_driver.py``: hypervisor type ``ironic``,
-node name = Ironic node UUID). The scheduler's Ironic view reads an
-in-memory listing of the same nodes, all available (the bench measures the
-scheduler, not Ironic). Then ``SchedulerManager.select_destinations`` is
-called directly, ``--repeat`` rounds alternating two configurations on the
-same scheduler:
+node name = Ironic node UUID). The scheduler's Ironic view holds a full
+snapshot of the same nodes, from an in-memory listing (the bench measures
+the scheduler, not Ironic): all available, or with ``--unusable 0.1``
+every tenth in maintenance (issue 23's mode, at ``--nodes 1000`` and
+``10000``). Placement returns every node (``[scheduler]
+max_placement_results`` = ``--nodes``), so every host reaches the filters.
+Then ``SchedulerManager.select_destinations`` is called directly,
+``--repeat`` rounds alternating two configurations on the same scheduler:
 
 * Nova: Nova's default ``enabled_filters`` (ComputeFilter first);
 * drain: the three drain filters, then Nova's default filters, and the
@@ -31,7 +34,11 @@ next. The report gives the median time per call of each and their ratio
 
 Run from the repository root::
 
-    tools/bench.sh select_destinations [--nodes 1000] [--repeat 20]
+    tools/bench.sh select_destinations [--nodes 1000] [--repeat 20] \\
+        [--unusable 0.1] [--profile PREFIX]
+
+A call in the drain configuration that chose an unusable node is an error.
+``--profile`` writes cProfile stats of each configuration's calls.
 
 It prints figures and asserts nothing about time; it exits 1 if the harness
 failed or a call found no host.
@@ -71,6 +78,11 @@ DRAIN = ["DisabledServiceFilter", "StaleComputeNodeFilter",
 class Run:
     nodes: int
     repeat: int
+    unusable: float = 0.0
+    #: cProfile of each configuration's measured calls, when asked for.
+    profiles: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: Nodes the snapshot says are unusable.
+    bad: set[str] = dataclasses.field(default_factory=set)
     seconds: dict[str, list[float]] = dataclasses.field(
         default_factory=lambda: {"nova": [], "drain": []})
     candidates: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -91,11 +103,10 @@ class BenchSelectDestinations(base.DrainTestBase):
 
     def setUp(self) -> None:
         run = self.results
-        node_uuids = [str(uuidlib.UUID(int=i + 1)) for i in range(run.nodes)]
-        listing = bench_filters.Listing([
-            decisions.IronicNodeFacts(uuid=u, provision_state="available",
-                                      power_state="power off")
-            for u in node_uuids])
+        facts = bench_filters.make_nodes(run.nodes, run.unusable)
+        node_uuids = [node.uuid for node in facts]
+        run.bad = {n.uuid for n in facts if decisions.baremetal_reasons(n)}
+        listing = bench_filters.Listing(facts)
         driver = fake_ironic_driver.FakeIronicDriver
         self.addCleanup(setattr, driver, "NODES", driver.NODES)
         driver.NODES = node_uuids
@@ -122,6 +133,9 @@ class BenchSelectDestinations(base.DrainTestBase):
         # harness's services may not heartbeat meanwhile: ComputeFilter
         # and DisabledServiceFilter would both see a down service.
         self.flags(service_down_time=86400)
+        # Every node reaches the filters (Nova's default is 1000).
+        self.flags(max_placement_results=max(self.results.nodes, 1000),
+                   group="scheduler")
         return super()._setup_services()
 
     def configure(self, name: str) -> None:
@@ -155,14 +169,21 @@ class BenchSelectDestinations(base.DrainTestBase):
                 self.configure(name)
                 instance = str(uuidlib.uuid4())
                 spec.instance_uuid = instance
+                profile = run.profiles.get(name) if round_ else None
+                if profile is not None:
+                    profile.enable()
                 started = time.perf_counter()
                 chosen = manager.select_destinations(
                     ctxt, spec_obj=spec, instance_uuids=[instance],
                     return_objects=True, return_alternates=True)
                 seconds = time.perf_counter() - started
+                if profile is not None:
+                    profile.disable()
                 self.placement.delete(f"/allocations/{instance}")
                 if not chosen or not chosen[0]:
                     run.problems.append(f"{name}: no host chosen")
+                elif name == "drain" and chosen[0][0].nodename in run.bad:
+                    run.problems.append("drain: chose an unusable node")
                 if round_:  # the first round warms caches up
                     run.seconds[name].append(seconds)
         run.candidates["request filters"] = len(
@@ -180,11 +201,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--unusable", type=float, default=0.0,
+                        help="share of the nodes the Ironic snapshot says "
+                             "are unusable (0 to 0.5; issue 23: 0.1)")
+    parser.add_argument("--profile", metavar="PREFIX",
+                        help="write cProfile stats of each configuration's "
+                             "calls to PREFIX.nova and PREFIX.drain (the "
+                             "medians then include the profiler)")
     args = parser.parse_args(argv)
     if args.nodes < 1 or args.repeat < 1:
         parser.error("--nodes and --repeat must be positive")
+    if not 0 <= args.unusable <= 0.5:
+        parser.error("--unusable must be from 0 to 0.5")
 
-    run = Run(args.nodes, args.repeat)
+    run = Run(args.nodes, args.repeat, args.unusable)
+    if args.profile:
+        import cProfile
+        run.profiles = {"nova": cProfile.Profile(),
+                        "drain": cProfile.Profile()}
     error = harness_run.run_quietly(
         build_case(run), lambda: run.stdlog.logger.output if run.stdlog else "")
     if error:
@@ -192,14 +226,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     nova = statistics.median(run.seconds["nova"])
     drain = statistics.median(run.seconds["drain"])
-    print(f"select_destinations at {args.nodes:,} compute nodes (Ironic, all "
-          f"available), median of {args.repeat} calls each, alternating; "
+    state = (f"{len(run.bad):,} unusable in the snapshot" if run.bad
+             else "all available")
+    print(f"select_destinations at {args.nodes:,} compute nodes (Ironic, "
+          f"{state}), median of {args.repeat} calls each, alternating; "
           f"set-up {run.setup_seconds:.0f}s")
     print(f"{'configuration':<52} {'per call':>10} {'ratio':>7}")
     print(f"{'Nova default filters':<52} {nova * 1000:>8.1f}ms {1:>7.2f}")
     print(f"{'drain filters + Nova default filters + pre-filter':<52} "
           f"{drain * 1000:>8.1f}ms {drain / nova:>7.3f}")
     print("goal: ratio <= 1.05")
+    for name, profile in run.profiles.items():
+        profile.dump_stats(f"{args.profile}.{name}")
+        print(f"profile: {args.profile}.{name}")
     for problem in sorted(set(run.problems)):
         print(f"ERROR: {problem}", file=sys.stderr)
     return 1 if run.problems else 0

@@ -1,0 +1,62 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The test process runs on the concurrency backend its pass asked for.
+
+``tools/run-tests.sh`` runs the scheduler-side tests twice on a release
+whose nova-scheduler defaults to native threads: once as Nova's harness
+starts by default (eventlet), once with
+``OS_NOVA_DISABLE_EVENTLET_PATCHING=true``. Nova's functional package makes
+the choice when imported (``nova/tests/functional/__init__.py`` or, on Nova
+32, ``nova/test.py``, which ``integrated_helpers`` loads, as every
+functional test does here), and ``tests/functional/__init__.py`` imports
+it before any module of this package. This test fails if the second pass ran
+on eventlet after all, or the first on native threads.
+"""
+import os
+import sys
+import threading
+
+import testtools
+from nova.tests.functional import integrated_helpers  # noqa: F401
+from oslo_service import backend
+
+from nova_drain_filters.ironic_view import refresher as ironic_refresher
+
+
+def native_requested() -> bool:
+    flag = os.environ.get("OS_NOVA_DISABLE_EVENTLET_PATCHING", "")
+    return flag.lower() in ("1", "true", "yes")
+
+
+class ConcurrencyModeTest(testtools.TestCase):
+    def test_backend_is_the_one_asked_for(self) -> None:
+        patcher = sys.modules.get("eventlet.patcher")
+        patched = patcher is not None and bool(
+            patcher.is_monkey_patched("thread"))  # type: ignore[attr-defined]
+        native = native_requested()
+        self.assertEqual(not native, patched)
+        expected = (backend.BackendType.THREADING if native
+                    else backend.BackendType.EVENTLET)
+        self.assertEqual(expected, backend.get_backend_type())
+
+    def test_our_threads_are_what_the_backend_makes(self) -> None:
+        seen: list[int] = []
+        worker = threading.Thread(
+            target=lambda: seen.append(threading.get_native_id()))
+        worker.start()
+        worker.join(10)
+        same_os_thread = seen == [threading.get_native_id()]
+        # Green threads all run on the process's one OS thread.
+        self.assertEqual(not native_requested(), same_os_thread)
+        self.assertEqual(native_requested(),
+                         ironic_refresher.green_hub() is None)
