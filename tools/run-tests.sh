@@ -31,7 +31,13 @@ declare -A SERIES=([31]=2025.1 [32]=2025.2 [33]=2026.1 [34]=2026.2)
 # The releases whose nova-scheduler console script starts on native threads
 # (monkey_patch.patch(backend='threading') in nova/cmd/scheduler.py; 31 and
 # 32 patch eventlet in nova/cmd/__init__.py). doc/source/install.rst.
-THREADING_RELEASES="33 34"
+# Nova 33's scheduler defaults to threads too, but its functional harness
+# cannot run on them: FakeVersionedNotifier._get_sender_test_case_id
+# (nova/tests/fixtures/notifications.py) walks eventlet.getcurrent()'s
+# parents whatever the backend, and every scheduler notification sent from
+# a native thread fails with AttributeError; Nova 34 skips that walk on
+# threads. So the pass runs on 34 only.
+THREADING_RELEASES="34"
 # The scheduler-side tests, run a second time on native threads on those
 # releases (OS_NOVA_DISABLE_EVENTLET_PATCHING=true; Nova's harness patches
 # eventlet otherwise): the filters, the pre-filter, the Ironic view and its
