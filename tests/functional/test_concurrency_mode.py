@@ -45,9 +45,15 @@ class ConcurrencyModeTest(testtools.TestCase):
             patcher.is_monkey_patched("thread"))  # type: ignore[attr-defined]
         native = native_requested()
         self.assertEqual(not native, patched)
+        get_backend_type = getattr(backend, "get_backend_type", None)
+        if get_backend_type is None:
+            # The oslo.service of Nova 31's constraints has no backend
+            # choice yet: eventlet is all it runs on.
+            self.assertFalse(native)
+            return
         expected = (backend.BackendType.THREADING if native
                     else backend.BackendType.EVENTLET)
-        self.assertEqual(expected, backend.get_backend_type())
+        self.assertEqual(expected, get_backend_type())
 
     def test_our_threads_are_what_the_backend_makes(self) -> None:
         seen: list[int] = []
