@@ -105,13 +105,8 @@ class EventModeTestBase(BaremetalTestBase):
         self.broker = self.useFixture(
             rabbitmq_server.RabbitMQServerFixture()).server
         # nova.conf as an operator writes it for event mode.
-        self.DRAIN_OPTIONS = {
-            "baremetal_notifications": True,
-            "baremetal_notifications_url": self.broker.transport_url,
-            "baremetal_notifications_fallback_interval": 1,
-            "baremetal_refresh_interval": 600,
-            "baremetal_max_snapshot_age": 900,
-        }
+        self.DRAIN_OPTIONS = rabbitmq_server.drain_event_options(
+            self.broker.transport_url)
         super().setUp()
         events = self.drain.view._events
         assert events is not None, "the view did not start its listener"

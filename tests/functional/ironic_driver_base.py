@@ -140,13 +140,8 @@ class IronicDriverTestBase(base.DrainTestBase):
         self.by_uuid = {u: n for n, u in self.nodes.items()}
         if self.EVENTS:
             assert self.broker is not None
-            self.DRAIN_OPTIONS = {
-                "baremetal_notifications": True,
-                "baremetal_notifications_url": self.broker.transport_url,
-                "baremetal_notifications_fallback_interval": 1,
-                "baremetal_refresh_interval": 600,
-                "baremetal_max_snapshot_age": 900,
-            }
+            self.DRAIN_OPTIONS = rabbitmq_server.drain_event_options(
+                self.broker.transport_url)
         super().setUp()
         self.flavor_id = self.post_baremetal_flavor()
         if self.DRAIN:

@@ -100,6 +100,19 @@ def _broker_tmp() -> str | None:
     return str(path)
 
 
+def drain_event_options(transport_url: str) -> dict[str, object]:
+    """nova.conf's ``[drain_filters]`` for event mode on this broker, as the
+    event-mode tests write it: a 600 s refresh interval, so what the view
+    learns between listings comes by notification."""
+    return {
+        "baremetal_notifications": True,
+        "baremetal_notifications_url": transport_url,
+        "baremetal_notifications_fallback_interval": 1,
+        "baremetal_refresh_interval": 600,
+        "baremetal_max_snapshot_age": 900,
+    }
+
+
 def ironic_notification_config(
     transport_url: str,
 ) -> dict[str, dict[str, str | int | bool]]:
