@@ -19,6 +19,8 @@ picks up what is still in flight.
 """
 import dataclasses
 import enum
+import math
+import statistics
 from collections.abc import Iterable
 
 #: Nova's migration statuses after which a move is over
@@ -31,6 +33,8 @@ ABORTABLE = frozenset({"queued", "preparing", "running"})
 #: Shortest and longest pause between two polls; the share of the time
 #: since the last change that the next pause may be.
 MIN_POLL, MAX_POLL, POLL_FRACTION = 0.25, 30.0, 0.2
+#: The shortest pause between looks at a move past its expected end.
+OVERDUE_POLL = 0.1
 #: Backoff before a retry: 2, 4, 8 ... seconds up to this.
 MAX_RETRY_DELAY = 60.0
 
@@ -41,6 +45,11 @@ class Action(str, enum.Enum):
     LIVE = "live"
     COLD = "cold"
     NONE = "unmovable"
+
+
+#: The status after which a move needs us (verify or confirm): what the
+#: runner learns each kind of move's duration to.
+ARRIVES = {Action.LIVE: "completed", Action.COLD: "finished"}
 
 
 class Why(str, enum.Enum):
@@ -233,6 +242,30 @@ def poll_delay(since_change: float, remaining: float) -> float:
     """
     wanted = min(max(POLL_FRACTION * since_change, MIN_POLL), MAX_POLL)
     return max(0.0, min(wanted, remaining))
+
+
+def expected_duration(durations: Iterable[float]) -> float | None:
+    """How long a move takes to its ``ARRIVES`` status, from the moves of
+    this run that got there: the mean, since Nova's stamps are whole
+    seconds and the mean of their differences is the true mean."""
+    found = list(durations)
+    return statistics.fmean(found) if found else None
+
+
+def look_delay(since_change: float, until_expected: float | None) -> float:
+    """The pause before the next look at one move.
+
+    Without an expected end (no move of its kind has arrived yet, or it
+    has not started running): :func:`poll_delay`. Before it: until then,
+    at most MAX_POLL. Past it: a fifth of the time it is overdue, from
+    OVERDUE_POLL to MAX_POLL. So a move costs a look or two once the run
+    knows how long moves take.
+    """
+    if until_expected is None:
+        return poll_delay(since_change, math.inf)
+    if until_expected > 0:
+        return min(until_expected, MAX_POLL)
+    return min(max(POLL_FRACTION * -until_expected, OVERDUE_POLL), MAX_POLL)
 
 
 @dataclasses.dataclass(frozen=True)

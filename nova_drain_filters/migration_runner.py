@@ -16,6 +16,15 @@ The decisions are :mod:`nova_drain_filters.migration`'s; this module posts
 the moves, polls Nova's migration records for all of them in one request
 per poll (``GET /os-migrations?changes-since=``), and judges each server by
 where Nova says it ended up.
+
+When to poll: each flying move has its next look, and the runner polls at
+the earliest. A move not yet seen ``running`` (live) or with no estimate is
+looked at with a backoff from its last change, so its clock for
+``--server-timeout`` starts close to when Nova says ``running``. Once it
+runs, it is looked at when it is expected to arrive: its POST plus the mean
+of Nova's own durations (record created to arrived, from Nova's stamps) of
+the moves of its kind that arrived in this run; past that, with a short
+backoff. A freed slot is filled before the next pause.
 """
 import collections
 import dataclasses
@@ -70,6 +79,8 @@ class Move:
     attempts: int = 0
     started_here: bool = False
     posted_at: float = 0.0
+    #: When this run last saw it change (posted, or a new status).
+    changed_at: float = 0.0
     running_since: float | None = None
     aborted: bool = False
     confirm_sent: bool = False
@@ -103,7 +114,9 @@ class Runner:
         self.queue: collections.deque[Move] = collections.deque()
         self.flying: list[Move] = []
         self.done: list[Move] = []
-        self.last_change = 0.0
+        #: Nova's durations of the moves that arrived, by kind.
+        self.durations: dict[mig.Action, list[float]] = {
+            mig.Action.LIVE: [], mig.Action.COLD: []}
 
     def run(self, moves: Iterable[Move]) -> list[Move]:
         """Post, poll and judge until every move is over or the deadline.
@@ -112,13 +125,14 @@ class Runner:
         never posted again. KeyboardInterrupt aborts the live migrations
         this run started, then goes on up.
         """
-        start = self.last_change = self.clock()
+        start = self.clock()
         deadline = start + self.options.timeout
         # Polls ask for what changed since a minute before the start:
         # Nova's clock, not ours, stamps updated_at.
         since = _iso(datetime.datetime.now(datetime.timezone.utc)
                      - datetime.timedelta(seconds=60))
         for move in moves:
+            move.changed_at = start
             if move.record is not None:
                 self.flying.append(move)
                 self.listen(Event.RESUMED, move, move.record.status)
@@ -141,15 +155,36 @@ class Runner:
         return self.done
 
     def pause(self, now: float, deadline: float) -> float:
-        """Until the next poll, the next timeout, or a retry's backoff."""
+        """Until the earliest of: the next look at a flying move, the next
+        --server-timeout, a retry's backoff (with a slot free), the
+        deadline."""
         due = [deadline]
         due += [m.running_since + self.options.server_timeout
-                for m in self.flying if m.running_since is not None]
+                for m in self.flying
+                if m.running_since is not None and not m.aborted]
         if len(self.flying) < self.options.concurrency:
             due += [m.not_before for m in self.queue]
-        if not self.flying:
-            return max(0.0, min(due) - now)
-        return mig.poll_delay(now - self.last_change, min(due) - now)
+        due = [d for d in due if d > now] or [now]
+        due += [now + self.look_delay(m, now) for m in self.flying]
+        return max(0.0, min(due) - now)
+
+    def expected(self, move: Move) -> float | None:
+        """When a move posted by this run should arrive, on our clock;
+        None before a live one is seen running (or once it has arrived)."""
+        record = move.record
+        if (not move.started_here or record is None
+                or record.status == mig.ARRIVES[move.step.action]
+                or record.status in mig.FINAL
+                or (move.step.action is mig.Action.LIVE
+                    and move.running_since is None)):
+            return None
+        took = mig.expected_duration(self.durations[move.step.action])
+        return None if took is None else move.posted_at + took
+
+    def look_delay(self, move: Move, now: float) -> float:
+        expected = self.expected(move)
+        return mig.look_delay(now - move.changed_at,
+                              None if expected is None else expected - now)
 
     def finish(self, move: Move, outcome: mig.Outcome, detail: str = "",
                destination: str = "") -> None:
@@ -189,12 +224,11 @@ class Runner:
             self.finish(move, mig.Outcome.FAILED, str(exc))
             return
         move.attempts += 1
-        move.posted_at = now
+        move.posted_at = move.changed_at = now
         move.started_here = True
         move.record, move.running_since = None, None
         move.confirm_sent = move.aborted = False
         self.flying.append(move)
-        self.last_change = now
         self.listen(Event.STARTED, move, f"attempt {move.attempts}")
 
     def retry(self, move: Move, now: float, why: str) -> None:
@@ -232,11 +266,20 @@ class Runner:
         before = move.record.status if move.record else None
         move.record = record
         if record.status != before:
-            self.last_change = now
+            move.changed_at = now
+            self.learn(move, record)
             if record.status == "running" and move.running_since is None:
                 move.running_since = now
                 self.listen(Event.RUNNING, move, self.memory(move))
         self.judge(move, now)
+
+    def learn(self, move: Move, record: server_moves.MigrationRecord) -> None:
+        """Nova's duration of a move this run posted, once it arrives."""
+        if (move.started_here and record.status == mig.ARRIVES[
+                move.step.action] and record.created_at is not None
+                and record.updated_at is not None):
+            self.durations[move.step.action].append(
+                max(0.0, record.updated_at - record.created_at))
 
     def memory(self, move: Move) -> str:
         """Memory remaining, where Nova gives it (libvirt does; the fake

@@ -18,6 +18,7 @@ a newer microversion (checked once, before its first request) that only
 ``drain host migrate`` needs; the other drain commands keep working at 2.59.
 """
 import dataclasses
+import datetime
 from typing import Any
 from urllib import parse
 
@@ -53,6 +54,10 @@ class MigrationRecord:
     migration_type: str
     source_compute: str | None
     dest_compute: str | None
+    #: Nova's stamps, seconds since the epoch on Nova's clock; whole
+    #: seconds (oslo.versionedobjects' ``isotime`` drops the fraction).
+    created_at: float | None = None
+    updated_at: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,13 +77,28 @@ def _state(body: dict[str, Any]) -> ServerState:
         node=body.get("OS-EXT-SRV-ATTR:hypervisor_hostname"))
 
 
+def _stamp(text: Any) -> float | None:
+    """An ISO 8601 stamp of Nova's as epoch seconds; naive means UTC."""
+    if not isinstance(text, str):
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return when.timestamp()
+
+
 def _record(body: dict[str, Any]) -> MigrationRecord:
     return MigrationRecord(
         id=int(body["id"]), uuid=str(body.get("uuid")),
         instance_uuid=body["instance_uuid"], status=body.get("status", ""),
         migration_type=body.get("migration_type", ""),
         source_compute=body.get("source_compute"),
-        dest_compute=body.get("dest_compute"))
+        dest_compute=body.get("dest_compute"),
+        created_at=_stamp(body.get("created_at")),
+        updated_at=_stamp(body.get("updated_at")))
 
 
 class MoveClient(compute.ComputeClient):

@@ -155,3 +155,19 @@ class TestBackoff(testtools.TestCase):
                 t += mig.poll_delay(t, 1e9)
                 polls += 1
             self.assertLessEqual(polls, most, wait)
+
+    def test_expected_duration_is_the_mean(self) -> None:
+        self.assertIsNone(mig.expected_duration([]))
+        # Whole-second stamps: 3.6 s moves read as 3 or 4; the mean is 3.6.
+        self.assertAlmostEqual(3.6, mig.expected_duration([4, 3, 4, 4, 3]))
+
+    def test_look_delay(self) -> None:
+        # No estimate: the backoff of poll_delay.
+        self.assertEqual(2.0, mig.look_delay(10.0, None))
+        # Before the expected end: sleep until it, at most MAX_POLL.
+        self.assertEqual(2.5, mig.look_delay(0.0, 2.5))
+        self.assertEqual(mig.MAX_POLL, mig.look_delay(0.0, 1e4))
+        # Past it: short looks first, then a fifth of the overrun.
+        self.assertEqual(mig.OVERDUE_POLL, mig.look_delay(99.0, -0.1))
+        self.assertEqual(2.0, mig.look_delay(99.0, -10.0))
+        self.assertEqual(mig.MAX_POLL, mig.look_delay(99.0, -1e6))

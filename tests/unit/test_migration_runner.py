@@ -39,6 +39,11 @@ class FakeNova:
         self.calls: list[tuple[str, Any]] = []
         self.flying_seen: list[int] = []
         self.requests = 0
+        #: If set, records carry Nova's stamps from this clock.
+        self.clock: Any = None
+
+    def stamp(self) -> float | None:
+        return self.clock() if self.clock else None
 
     def _call(self, name: str, arg: Any = None) -> None:
         self.requests += 1
@@ -63,7 +68,8 @@ class FakeNova:
         rid = len(self.records) + 1
         self.paths[rid] = list(path)
         self.records.append(server_moves.MigrationRecord(
-            rid, f"m{rid}", uuid, "accepted", kind, "h1", None))
+            rid, f"m{rid}", uuid, "accepted", kind, "h1", None,
+            created_at=self.stamp(), updated_at=self.stamp()))
         self._set(uuid, task_state="migrating")
 
     def live_migrate(self, uuid: str) -> None:
@@ -84,8 +90,9 @@ class FakeNova:
             if record.status in mig.FINAL or not path:
                 continue
             status = path.pop(0)
-            self.records[i] = server_moves.MigrationRecord(
-                **{**record.__dict__, "status": status})
+            self.records[i] = server_moves.MigrationRecord(**{
+                **record.__dict__, "status": status,
+                "updated_at": self.stamp() or record.updated_at})
             uuid = record.instance_uuid
             if status in ("completed", "confirmed"):
                 where = "h1" if self.fates[uuid] == "stays" else "h2"
@@ -128,15 +135,19 @@ class FakeNova:
 class RunnerCase(testtools.TestCase):
     def run_moves(self, fates: dict[str, str], concurrency: int = 2,
                   timeout: float = 600, server_timeout: float = 30,
-                  retries: int = 1, moves: list[runner.Move] | None = None
-                  ) -> dict[str, runner.Move]:
+                  retries: int = 1, moves: list[runner.Move] | None = None,
+                  stamped: bool = False) -> dict[str, runner.Move]:
         self.nova = FakeNova(fates)
         self.now = [0.0]
+        if stamped:
+            self.nova.clock = lambda: self.now[0]
         self.events: list[tuple[runner.Event, str, str]] = []
+        self.woke: list[float] = []
 
         def sleep(seconds: float) -> None:
             self.assertGreaterEqual(seconds, 0)
             self.now[0] += max(seconds, 0.01)
+            self.woke.append(self.now[0])
 
         todo = moves if moves is not None else [runner.Move(mig.Step(
             "h1", u, u, mig.Action.COLD if f.startswith("cold")
@@ -162,6 +173,23 @@ class RunnerCase(testtools.TestCase):
         self.assertLess(self.nova.requests / 20, 8)
         self.assertIn((runner.Event.RUNNING, "s0", "memory remaining 3 MiB"),
                       self.events)
+
+    def test_looks_when_the_next_move_should_arrive(self) -> None:
+        done = self.run_moves({"s0": "ok", "s1": "ok"}, concurrency=1,
+                              stamped=True)
+        self.assertEqual({Outcome.MOVED}, {m.outcome for m in done.values()})
+        first, second = self.nova.records
+        assert first.updated_at is not None and first.created_at is not None
+        assert second.created_at is not None
+        took = first.updated_at - first.created_at
+        # Once s1 runs, the next look is when it should arrive, learned
+        # from s0 (posted when its record was made, in this fake).
+        arrival = second.created_at + took
+        self.assertTrue(any(abs(w - arrival) < 1e-9 for w in self.woke),
+                        (arrival, self.woke))
+        self.assertEqual(
+            [], [w for w in self.woke if second.created_at + 0.5 < w
+                 < arrival - 1e-9])
 
     def test_cold_is_confirmed(self) -> None:
         done = self.run_moves({"c": "cold"})
