@@ -258,8 +258,22 @@ class Runner:
             elif move.record is not None:
                 self.judge(move, now)
             elif now - move.posted_at > self.options.server_timeout:
-                self.finish(move, mig.Outcome.FAILED, "Nova made no migration "
-                            "record for it within --server-timeout")
+                self.no_record(move, now)
+
+    def no_record(self, move: Move, now: float) -> None:
+        """No record seen within --server-timeout: ask the source host's
+        list before failing it. ``changes-since`` misses a record Nova has
+        not updated since the conductor made it (``nova/db/main/api.py``
+        ``_filter_by_changes`` compares ``updated_at``, NULL until then),
+        and a loaded conductor may take that long to schedule."""
+        found = [r for r in self.client.migration_records(host=move.step.host)
+                 if r.instance_uuid == move.step.server
+                 and r.id not in move.known]
+        if found:
+            self.update(move, max(found, key=lambda r: r.id), now)
+        else:
+            self.finish(move, mig.Outcome.FAILED, "Nova made no migration "
+                        "record for it within --server-timeout")
 
     def update(self, move: Move, record: server_moves.MigrationRecord,
                now: float) -> None:

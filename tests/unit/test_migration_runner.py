@@ -132,6 +132,16 @@ class FakeNova:
         return ["compute_check_can_live_migrate_destination: no room"]
 
 
+class UnstampedNova(FakeNova):
+    """``changes-since`` polls miss every record (updated_at NULL, as
+    Nova leaves a new one); only the host's list shows them."""
+
+    def migration_records(self, host: str | None = None,
+                          changes_since: str | None = None) -> list[Any]:
+        found = super().migration_records(host, changes_since)
+        return [] if changes_since else found
+
+
 class RunnerCase(testtools.TestCase):
     def run_moves(self, fates: dict[str, str], concurrency: int = 2,
                   timeout: float = 600, server_timeout: float = 30,
@@ -190,6 +200,17 @@ class RunnerCase(testtools.TestCase):
         self.assertEqual(
             [], [w for w in self.woke if second.created_at + 0.5 < w
                  < arrival - 1e-9])
+
+    def test_a_record_changes_since_misses_is_asked_for(self) -> None:
+        nova = UnstampedNova({"s": "ok"})
+        now = [0.0]
+        done = runner.Runner(
+            nova, runner.Options(1, 60, 2, 0),  # type: ignore[arg-type]
+            lambda e, m, d: None, clock=lambda: now[0],
+            sleep=lambda s: now.__setitem__(0, now[0] + max(s, 0.01)),
+        ).run([runner.Move(mig.Step("h1", "s", "s", mig.Action.LIVE))])
+        self.assertIn(None, nova.called("migration_records"))
+        self.assertNotIn("no migration record", done[0].detail)
 
     def test_cold_is_confirmed(self) -> None:
         done = self.run_moves({"c": "cold"})
