@@ -75,4 +75,5 @@ esac
 # The orchestrator runs in .venv (it imports the tests' service helpers);
 # the services run from .venv-cloud and .venv-ironic. Native threads: it
 # imports Nova's functional package and needs no eventlet.
-OS_NOVA_DISABLE_EVENTLET_PATCHING=true exec .venv/bin/python -m tests.functional.cloud "$@"
+export OS_NOVA_DISABLE_EVENTLET_PATCHING=true
+exec .venv/bin/python -m tests.functional.cloud "$@"

@@ -26,6 +26,7 @@ import sys
 from tests.functional.cloud import up as up_module
 from tests.functional.cloud.state import CloudState
 from tests.functional.cloud.state import cloud_dir
+from tests.functional.cloud.state import stop_all
 from tests.functional.services.process import ServiceStartError
 
 
@@ -61,9 +62,12 @@ def status(as_json: bool) -> int:
 def down(purge: bool) -> int:
     base = cloud_dir()
     state = CloudState.load(base)
-    for name in reversed(_order(state)):
-        if state.procs[name].stop():
-            up_module.say(f"stopped {name} (pid {state.procs[name].pid})")
+    # The OpenStack services first, all at once; then what they talk to.
+    names = list(reversed(_order(state)))
+    backends = [n for n in names if n in up_module.BACKENDS]
+    for group in ([n for n in names if n not in backends], backends):
+        for proc in stop_all([state.procs[n] for n in group]):
+            up_module.say(f"stopped {proc.name} (pid {proc.pid})")
     state.procs.clear()
     if base.exists():
         state.save(base)

@@ -68,20 +68,27 @@ class Proc:
         """True while this very process (not a reused PID) runs."""
         return start_time(self.pid) == self.started
 
-    def stop(self, grace: float = 15.0) -> bool:
-        """SIGTERM (its group), SIGKILL after ``grace`` s; True if it ran."""
+    def signal(self, signum: int) -> bool:
+        """Send ``signum`` (to its group) if it runs; True if it did."""
         if not self.alive():
             return False
         kill = os.killpg if self.group else os.kill
         with contextlib.suppress(ProcessLookupError):
-            kill(self.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while self.alive() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if self.alive():
-            with contextlib.suppress(ProcessLookupError):
-                kill(self.pid, signal.SIGKILL)
+            kill(self.pid, signum)
         return True
+
+
+def stop_all(procs: list[Proc], grace: float = 20.0) -> list[Proc]:
+    """SIGTERM every one at once, SIGKILL what runs after ``grace`` s;
+    the ones that ran."""
+    stopped = [proc for proc in procs if proc.signal(signal.SIGTERM)]
+    deadline = time.monotonic() + grace
+    while (any(p.alive() for p in stopped)
+           and time.monotonic() < deadline):
+        time.sleep(0.2)
+    for proc in stopped:
+        proc.signal(signal.SIGKILL)
+    return stopped
 
 
 @dataclass

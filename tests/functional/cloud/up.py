@@ -53,6 +53,8 @@ ORDER = ("mariadb", "epmd", "rabbitmq", "keystone", "placement", "glance",
          "network", "ironic", "nova-api", "nova-conductor", "nova-scheduler",
          *(f"nova-compute-{h}" for h in configs.FAKE_COMPUTES),
          f"nova-compute-{configs.IRONIC_COMPUTE}")
+#: What the services talk to; stopped after them.
+BACKENDS = ("mariadb", "epmd", "rabbitmq")
 READY_TIMEOUT = 120.0
 
 
@@ -75,6 +77,8 @@ class Cloud:
         for key in PORTS:
             self.state.ports.setdefault(key, free_port())
         self.layout = Layout(base, self.state.ports)
+        self._starting: dict[str, tuple[ServiceProcess,
+                                        Callable[[], bool]]] = {}
 
     def save(self) -> None:
         self.state.save(self.base)
@@ -103,7 +107,8 @@ class Cloud:
     def run(self, name: str, argv: Sequence[str],
             probe: Callable[[], bool] | None = None,
             env: dict[str, str] | None = None) -> None:
-        """Start ``name`` unless it runs; wait (bounded) for ``probe``."""
+        """Start ``name`` unless it runs; its ``probe`` is waited for by
+        :meth:`wait`, so that several services load at the same time."""
         if self.state.running(name):
             return
         log = self.logs / f"{name}.log"
@@ -115,7 +120,15 @@ class Cloud:
         self.state.record(name, process.pid, log)
         self.save()
         if probe is not None:
-            process.wait_ready(probe, READY_TIMEOUT, interval=0.3)
+            self._starting[name] = (process, probe)
+
+    def wait(self, *names: str) -> None:
+        """Wait (bounded) until each started one of ``names`` answers."""
+        for name in names:
+            started = self._starting.pop(name, None)
+            if started is not None:
+                process, probe = started
+                process.wait_ready(probe, READY_TIMEOUT, interval=0.3)
 
     def uwsgi(self, name: str, port_key: str, target: list[str],
               env: dict[str, str], probe_path: str = "/") -> None:
@@ -130,6 +143,7 @@ class Cloud:
                 "--add-header", "Connection: close"]
         url = f"{self.layout.url(port_key)}{probe_path}"
         self.run(name, argv, _answers(url), env)
+
         self.state.endpoints[name] = self.layout.url(port_key)
 
     # -- services --------------------------------------------------------
@@ -212,16 +226,17 @@ class Cloud:
         self.save()
 
     def apis(self) -> None:
+        """Start every API at once (loading one takes 10 s or more), then
+        wait for Keystone, fill it, and wait for the others."""
         lay = self.layout
-        self.uwsgi("keystone", "keystone", ["--module", "keystone.wsgi.api:application"],
+        self.uwsgi("keystone", "keystone",
+                   ["--module", "keystone.wsgi.api:application"],
                    {"OS_KEYSTONE_CONFIG_DIR": str(lay.etc("keystone"))}, "/v3")
-        if "identity" not in self.state.done:
-            identity.populate(lay)
-            self.state.done.append("identity")
         self.uwsgi("placement", "placement",
                    ["--module", "placement.wsgi.api:application"],
                    {"OS_PLACEMENT_CONFIG_DIR": str(lay.etc("placement"))})
-        self.uwsgi("glance", "glance", ["--module", "glance.wsgi.api:application"],
+        self.uwsgi("glance", "glance",
+                   ["--module", "glance.wsgi.api:application"],
                    {"OS_GLANCE_CONFIG_DIR": str(lay.etc("glance"))})
         self.uwsgi("network", "network",
                    ["--wsgi-file", str(Path(__file__).with_name(
@@ -233,6 +248,11 @@ class Cloud:
         self.uwsgi("nova-api", "nova-api",
                    ["--module", "nova.wsgi.osapi_compute:application"],
                    {"OS_NOVA_CONFIG_DIR": str(lay.etc("nova"))})
+        self.wait("keystone")
+        if "identity" not in self.state.done:
+            identity.populate(lay)
+            self.state.done.append("identity")
+        self.wait("placement", "glance", "network", "ironic", "nova-api")
         self.save()
 
     def nova_services(self) -> None:
@@ -246,15 +266,21 @@ class Cloud:
                       str(nova / f"compute-{host}.conf")])
         self.save()
 
+    def ironic_nodes(self) -> None:
+        """Enrol the Ironic nodes before the Ironic compute starts, so its
+        first resource update reports them (the next is 60 s later)."""
+        system = identity.connect(self.layout, "ndf-system-admin")
+        self.state.facts["ironic_nodes"] = resources.ironic_nodes(system)
+        self.save()
+
     def contents(self) -> None:
-        """Flavors, the image, the Ironic nodes; then wait for Nova to see
-        every compute node and map the new hosts to cell1."""
+        """Flavors and the image; then wait for Nova to see every compute
+        node, mapping new hosts to cell1 as they come."""
         lay = self.layout
         admin = identity.connect(lay)
         resources.flavors(admin)
         self.state.facts["image"] = resources.image(admin)
-        system = identity.connect(lay, "ndf-system-admin")
-        self.state.facts["ironic_nodes"] = resources.ironic_nodes(system)
+        self.save()
         expected = len(configs.FAKE_COMPUTES) + len(resources.IRONIC_NODES)
         nova = ["--config-file", str(lay.etc("nova") / "nova.conf")]
         deadline = time.monotonic() + READY_TIMEOUT
@@ -293,9 +319,10 @@ def up(base: Path) -> Cloud:
              ("schemas", cloud.schemas),
              ("Keystone, Placement, Glance, network stand-in, Ironic, "
               "nova-api", cloud.apis),
+             ("Ironic nodes", cloud.ironic_nodes),
              ("nova-conductor, nova-scheduler, 4 nova-compute",
               cloud.nova_services),
-             ("flavors, image, Ironic nodes, compute nodes", cloud.contents),
+             ("flavors, image, compute nodes", cloud.contents),
              ("clouds.yaml", cloud.finish)]
     for what, step in steps:
         t0 = time.monotonic()
