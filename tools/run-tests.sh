@@ -52,7 +52,8 @@ THREADING_RELEASES="34"
 # import nothing of Nova's (.venv-ironic is always the newest Ironic; the
 # view runs on native threads too, in the pass below), and the demo, the
 # README's first command, which runs on the newest Nova; each act's
-# behaviour has its own tests that do run on every release. About two and a half minutes a release.
+# behaviour has its own tests that do run on every release. About two and
+# a half minutes a release.
 NEWEST_ONLY='^tests\.functional\.(test_ironic_driver_|test_demo\.|test_ironic_view\.|test_services_smoke\.IronicServerSmokeTest\.|test_clients\.IronicClientTest\.)'
 # On the older releases the differential test against nova-manage's audit
 # (tests/functional/test_orphans_vs_audit.py, 20 seeds on the newest) runs
