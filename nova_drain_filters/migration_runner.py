@@ -17,14 +17,9 @@ the moves, polls Nova's migration records for all of them in one request
 per poll (``GET /os-migrations?changes-since=``), and judges each server by
 where Nova says it ended up.
 
-When to poll: each flying move has its next look, and the runner polls at
-the earliest. A move not yet seen ``running`` (live) or with no estimate is
-looked at with a backoff from its last change, so its clock for
-``--server-timeout`` starts close to when Nova says ``running``. Once it
-runs, it is looked at when it is expected to arrive: its POST plus the mean
-of Nova's own durations (record created to arrived, from Nova's stamps) of
-the moves of its kind that arrived in this run; past that, with a short
-backoff. A freed slot is filled before the next pause.
+When to poll: at each flying move's next look, the earliest first (see
+:func:`nova_drain_filters.migration.look_delay`): a backoff until a live
+move runs, then when it should arrive, learned from this run's moves.
 """
 import collections
 import dataclasses
