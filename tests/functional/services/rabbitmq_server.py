@@ -150,10 +150,20 @@ class RabbitMQServer(LoopbackService):
         host: str = "127.0.0.1",
         port: int | None = None,
         ready_timeout: float = 90.0,
+        base_dir: Path | None = None,
     ):
         super().__init__(host, port, ready_timeout)
         self._epmd: ServiceProcess | None = None
         self._env: dict[str, str] = {}
+        #: A directory of the caller's that outlives this object (the
+        #: cloud of tools/cloud.sh): the broker is not stopped at exit and
+        #: its files are kept. None: a temp dir, removed on stop.
+        self.base_dir = base_dir
+
+    @property
+    def epmd_pid(self) -> int | None:
+        """PID of the broker's own epmd while it runs."""
+        return self._epmd.pid if self._epmd is not None else None
 
     @property
     def node(self) -> str:
@@ -171,10 +181,14 @@ class RabbitMQServer(LoopbackService):
         if not server_bin.exists() or shutil.which("epmd") is None:
             raise ServiceStartError(f"{server_bin} or epmd not found; "
                                     f"{INSTALL_HINT}")
-        self.state_dir = Path(tempfile.mkdtemp(prefix="ndf-rabbitmq-",
-                                               dir=_broker_tmp()))
-        atexit.register(self.stop)
-        base = self.state_dir
+        if self.base_dir is not None:
+            self.base_dir.mkdir(parents=True, exist_ok=True)
+            base = self.base_dir
+        else:
+            self.state_dir = Path(tempfile.mkdtemp(prefix="ndf-rabbitmq-",
+                                                   dir=_broker_tmp()))
+            atexit.register(self.stop)
+            base = self.state_dir
         (base / "enabled_plugins").write_text("[].\n")
         epmd_port = free_port(self.host)
         self._env = child_env({
@@ -233,7 +247,8 @@ class RabbitMQServer(LoopbackService):
                                     "-n", self.node, *args]
         result = subprocess.run(
             argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-            env=self._env, cwd=self.state_dir, timeout=timeout)
+            env=self._env, cwd=self.state_dir or self.base_dir,
+            timeout=timeout)
         if result.returncode != 0:
             raise RuntimeError(f"rabbitmqctl {' '.join(args)} exited with "
                                f"{result.returncode}: {result.stderr[-2000:]}")
@@ -253,9 +268,10 @@ class RabbitMQServer(LoopbackService):
 
     def broker_log(self, max_chars: int = 6000) -> str:
         """The end of the broker's own log file (not its console)."""
-        if self.state_dir is None:
+        base = self.state_dir or self.base_dir
+        if base is None:
             return self._final_log[-max_chars:]
-        path = self.state_dir / "log" / f"{self.node}.log"
+        path = base / "log" / f"{self.node}.log"
         try:
             return path.read_text("utf-8", "replace")[-max_chars:]
         except OSError as exc:
