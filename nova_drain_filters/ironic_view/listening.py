@@ -23,17 +23,24 @@ import oslo_messaging
 from oslo_config import cfg
 
 CONF = cfg.CONF
+#: Messages handed over together at most, and how long a batch waits for
+#: one more (so a lone event waits this long at most). One batch costs one
+#: dispatch through oslo.messaging's executor instead of one per message:
+#: in an event storm about a quarter of the CPU per event (``ironic_storm``).
+BATCH_SIZE = 200
+BATCH_TIMEOUT = 0.02
 
 
 class Endpoint:
-    """oslo.messaging calls one method per priority; all mean the same."""
+    """oslo.messaging's batch listener calls one method per priority with
+    the messages of one batch; all priorities mean the same."""
 
     def __init__(self, on_event: Callable[[Any, Any], None]) -> None:
         self._on_event = on_event
 
-    def info(self, ctxt: Any, publisher_id: Any, event_type: Any,
-             payload: Any, metadata: Any) -> None:
-        self._on_event(event_type, payload)
+    def info(self, messages: list[dict[str, Any]]) -> None:
+        for message in messages:
+            self._on_event(message.get("event_type"), message.get("payload"))
 
     warn = error = critical = info
 
@@ -49,13 +56,20 @@ def notification_transport(url: str | None) -> Any:
 
 
 def server(transport: Any, endpoint: Endpoint, pool: str | None) -> Any:
-    """A (not yet started) listener on Ironic's exchange and topic."""
+    """A (not yet started) batch listener on Ironic's exchange and topic.
+
+    ``get_batch_notification_listener`` (oslo_messaging/notify/
+    listener.py) polls until ``BATCH_SIZE`` messages or until a poll
+    waits ``BATCH_TIMEOUT`` for nothing (_drivers/base.py
+    ``batch_poll_helper``), then dispatches them in one call.
+    """
     group = CONF.drain_filters
     target = oslo_messaging.Target(
         topic=group.baremetal_notifications_topic,
         exchange=group.baremetal_notifications_exchange)
-    return oslo_messaging.get_notification_listener(
-        transport, [target], [endpoint], executor="threading", pool=pool)
+    return oslo_messaging.get_batch_notification_listener(
+        transport, [target], [endpoint], executor="threading", pool=pool,
+        batch_size=BATCH_SIZE, batch_timeout=BATCH_TIMEOUT)
 
 
 def is_connected(listener_server: Any) -> bool:

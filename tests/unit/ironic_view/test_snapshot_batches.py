@@ -20,6 +20,7 @@ import testtools
 
 from nova_drain_filters import decisions
 from nova_drain_filters.ironic_view import events
+from nova_drain_filters.ironic_view import listening
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import snapshot
 from tests.unit import ironic_fakes
@@ -246,6 +247,18 @@ class TestListenerBatches(helpers.ViewTestCase):
         snap = self.view.trusted()
         assert snap is not None
         self.assertEqual(NODES, len(snap.unusable))
+
+    def test_the_endpoint_hands_on_every_message_of_a_batch(self) -> None:
+        endpoint = listening.Endpoint(self.listener.on_event)
+        endpoint.info([{"ctxt": {}, "publisher_id": "ironic-conductor.x",
+                        "event_type": "baremetal.node.delete.end",
+                        "payload": helpers.payload(uuid=uuid(i)),
+                        "metadata": {}} for i in range(3)])
+        endpoint.warn([{"event_type": None, "payload": None}])
+        self.assertEqual([uuid(0), uuid(1), uuid(2)],
+                         list(self.listener._pending))
+        self.assertEqual((3, 1), (self.listener.received,
+                                  self.listener.dropped))
 
     def test_the_loop_applies_what_waits_in_batches(self) -> None:
         for i in range(300):
