@@ -173,7 +173,24 @@ class Progress:
             sys.stderr.write("\n")
 
 
-class DrainLister(command.Lister):
+class Table(command.Lister):
+    """A Lister whose empty table still shows its header.
+
+    cliff's table formatter prints an empty result as one blank line unless
+    ``--print-empty`` is given (``cliff/formatters/table.py``
+    ``emit_list``: ``PrettyTable(print_empty=...)``); ``openstack server
+    list`` does the same, and a blank line reads like a failure. Every drain
+    table prints its header instead; ``-f json`` prints ``[]`` as before.
+    """
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        # The table formatter's own --print-empty, on by default here.
+        parser.set_defaults(print_empty=True)
+        return parser
+
+
+class DrainLister(Table):
     """A Lister with ``--exit-code``: exit 3 when it found anything."""
 
     found = 0

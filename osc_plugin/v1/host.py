@@ -23,7 +23,6 @@ import time
 from typing import Any
 
 from osc_lib import exceptions
-from osc_lib.command import command
 
 from nova_drain_filters import drain
 from nova_drain_filters.clients import http
@@ -58,7 +57,7 @@ def _gather(client: drain_client.DrainClient,
         return drain_steps.gather_hosts(client, hosts)
 
 
-class ShowHost(command.Lister):
+class ShowHost(common.Table):
     """Show the drain phase of hosts (default: every host not Active).
 
     The phase is Active, Disabled, Draining, Drained or Released, derived

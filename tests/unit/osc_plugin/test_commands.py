@@ -170,7 +170,7 @@ class TestCommon(fakes.CommandTestCase):
 
     def test_empty_plan_asks_nothing(self) -> None:
         self.assertIs(False, self.confirm("--yes", plan=()))
-        self.assertEqual("", self.app.stderr.getvalue())
+        self.assertEqual("nothing to clear\n", self.app.stderr.getvalue())
 
     def test_yes_goes_ahead_without_asking(self) -> None:
         self.assertIs(True, self.confirm("--yes"))
@@ -296,6 +296,18 @@ class TestExitCodes(fakes.CommandTestCase):
         self.assertEqual("a\n", self.app.stdout.getvalue())
         self.assertEqual(0, self.run_cmd(None))
 
+    def test_empty_table_prints_its_header(self) -> None:
+        # cliff prints one blank line for an empty table without
+        # --print-empty; ours print the header, and json stays [].
+        self.patch(Found, "rows", [])
+        cmd = self.command()
+        self.assertEqual(0, cmd.run(self.parse("-f", "table", cmd=cmd)))
+        self.assertEqual("+---+\n| X |\n+---+\n+---+\n",
+                         self.app.stdout.getvalue())
+        cmd = self.command()
+        self.assertEqual(0, cmd.run(self.parse("-f", "json", cmd=cmd)))
+        self.assertEqual("[]", self.app.stdout.getvalue().strip())
+
     def test_exit_code_when_nothing_found(self) -> None:
         self.patch(Found, "rows", [])
         self.assertEqual(0, self.run_cmd(None, "--exit-code"))
@@ -309,4 +321,4 @@ class TestExitCodes(fakes.CommandTestCase):
         self.assertEqual("row\n", self.app.stdout.getvalue())
         self.patch(Failing, "errors", [])
         self.assertEqual(0, self.run_cmd(None))
-        self.assertEqual("", self.app.stderr.getvalue())
+        self.assertEqual("nothing to do\n", self.app.stderr.getvalue())
