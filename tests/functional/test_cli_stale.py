@@ -50,6 +50,9 @@ class StoppedServiceTest(cli_harness.CliTestBase):
              "Reason Codes", "Instances", "Allocations"], list(rows[0]))
         self.assertIn("service down: last seen", by_host["host3"]["Reasons"])
         self.assertEqual("service_down", by_host["host3"]["Reason Codes"])
+        # host2 still has its server: not stale, and the list says why.
+        self.assertEqual("service_down_with_servers",
+                         by_host["host2"]["Reason Codes"])
         self.assertEqual((1, 1), (by_host["host2"]["Instances"],
                                   by_host["host2"]["Allocations"]))
         self.assertEqual(["host3"], [r["Host"] for r in self.cli_json(

@@ -155,7 +155,7 @@ class TakeoverTest(cli_harness.CliTestBase, idb.IronicDriverTestBase):
         reported = sorted((r["Kind"], r["Host"], self.by_uuid[r["Node"]],
                            r["Reason Codes"], r["Instances"]) for r in rows)
         self.assertEqual([("compute_node", "bm-2", busy_node["bm-2"],
-                           "service_down", 1)], reported)
+                           "service_down_with_servers", 1)], reported)
         clear = self.cli("drain", "stale", "clear", "--all", "--yes",
                          "-f", "json")
         self.assertEqual(0, clear.rc, clear)
