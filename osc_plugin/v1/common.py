@@ -33,6 +33,7 @@ from nova_drain_filters import stale
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import nova_db
 from osc_plugin import client as drain_client_mod
+from osc_plugin import scope
 
 #: Exit status of a list command given --exit-code when it found anything.
 FOUND_EXIT = 3
@@ -145,13 +146,34 @@ def check_budget(acting: int, total: int, what: str,
             "then raise --max-fraction or clear fewer at a time")
 
 
+#: What a 403 needs, after the service's own words (which name the policy:
+#: Nova's PolicyNotAuthorized, placement's, Ironic's HTTPForbidden).
+NEEDS = {
+    "nova": "the drain commands need the admin role, project-scoped, for "
+            "Nova and placement",
+    "placement": "the drain commands need the admin role, project-scoped, "
+                 "for Nova and placement",
+    "ironic": "listing every Ironic node needs a system-scoped reader or "
+              "the service role: " + scope.CONFIGURE,
+}
+
+
+def refused(exc: http.ApiError) -> str:
+    """A failed request in one line; a 403 says which role it needs."""
+    if isinstance(exc, http.Forbidden) and exc.service in NEEDS:
+        return f"{exc}; {NEEDS[exc.service]}"
+    return str(exc)
+
+
 @contextlib.contextmanager
 def api_errors() -> Iterator[None]:
     """Turn a failed request (or an unreadable Nova database, with
     --nova-config) into osc's one-line error, never a traceback."""
     try:
         yield
-    except (http.ApiError, nova_db.Unavailable) as exc:
+    except http.ApiError as exc:
+        raise exceptions.CommandError(refused(exc)) from None
+    except nova_db.Unavailable as exc:
         raise exceptions.CommandError(str(exc)) from None
 
 

@@ -164,6 +164,33 @@ class TestCommon(fakes.CommandTestCase):
                                    planned.Plan(lines=list(plan)))
         return result
 
+    def test_a_403_names_the_policy_and_the_role_it_needs(self) -> None:
+        def fail(service: str, status: int, message: str) -> None:
+            with common.api_errors():
+                raise http.error_type(status)(service, "GET", "/x", status,
+                                              message, "req-1")
+
+        exc = self.assertRaises(
+            exceptions.CommandError, fail, "nova", 403, "Policy doesn't "
+            "allow os_compute_api:os-services:list to be performed.")
+        self.assertEqual(
+            "nova GET /x: HTTP 403: Policy doesn't allow "
+            "os_compute_api:os-services:list to be performed. (request-id "
+            "req-1); the drain commands need the admin role, project-scoped, "
+            "for Nova and placement", str(exc))
+        exc = self.assertRaises(
+            exceptions.CommandError, fail, "ironic", 403, "Access was denied "
+            "to the following resource: baremetal:node:list_all")
+        self.assertIn("baremetal:node:list_all (request-id req-1); listing "
+                      "every Ironic node needs a system-scoped reader",
+                      str(exc))
+        self.assertIn("rbac_service_role_elevated_access", str(exc))
+        # Any other failure is the API's words alone.
+        exc = self.assertRaises(exceptions.CommandError, fail, "nova", 500,
+                                "boom")
+        self.assertEqual("nova GET /x: HTTP 500: boom (request-id req-1)",
+                         str(exc))
+
     def test_dry_run_prints_the_plan_and_stops(self) -> None:
         self.assertIs(False, self.confirm("--dry-run", "--yes"))
         self.assertEqual("Plan:\n  a\n  b\n", self.app.stderr.getvalue())
