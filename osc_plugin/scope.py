@@ -70,7 +70,7 @@ def system_scope_options(auth_type: str | None,
     if not auth_type or auth_type in FIXED_SCOPE:
         return None
     try:
-        loader = ks_loading.get_plugin_loader(auth_type)
+        loader: Any = ks_loading.get_plugin_loader(auth_type)
     except ks_exc.NoMatchingPlugin:
         return None
     known = {opt.dest for opt in loader.get_options()}
@@ -119,8 +119,8 @@ def choose(session: Any, auth_type: str | None,
         return IronicAuth(kept_because=f"auth type {auth_type or 'none'} "
                                        "cannot ask for a system-scoped token")
     try:
-        plugin = ks_loading.get_plugin_loader(auth_type or "").load_from_options(
-            **opts)
+        loader: Any = ks_loading.get_plugin_loader(auth_type or "")
+        plugin: Any = loader.load_from_options(**opts)
         system = access_of(session, plugin)
     except ks_exc.ClientException as exc:
         return IronicAuth(kept_because="Keystone refused a system-scoped "
