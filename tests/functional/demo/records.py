@@ -67,8 +67,8 @@ class StaleAct(ActMixin, cli_harness.CliTestBase):
         cleared = self.openstack("drain", "stale", "clear", "--all",
                                  "--max-fraction", "1", "--yes")
         check("deleted" in cleared.stdout, "stale clear deleted nothing")
-        after = self.openstack("drain", "stale", "list")
-        check(after.stdout.strip() == "", "stale records left after clear")
+        after = self.openstack("drain", "stale", "list", "-f", "json")
+        check(json.loads(after.stdout) == [], "stale records left after clear")
         hosts = sorted(s["host"] for s in self.admin_api.get_services(
             binary="nova-compute"))
         check(hosts == ["host1", "host2"], f"compute services left: {hosts}")
@@ -137,8 +137,8 @@ class OrphanAct(ActMixin, cli_harness.CliTestBase):
         check(doomed["id"] in listed.stdout and live["id"] not in
               listed.stdout, "orphan list did not show only doomed")
         self.openstack("drain", "orphan", "clear", "--yes")
-        after_list = self.openstack("drain", "orphan", "list")
-        check(after_list.stdout.strip() == "", "orphans left after clear")
+        after_list = self.openstack("drain", "orphan", "list", "-f", "json")
+        check(json.loads(after_list.stdout) == [], "orphans left after clear")
         say("Placement now holds:")
         after = self.show_allocations(names)
         check(doomed["id"] not in after, "doomed's allocation is still there")
