@@ -33,6 +33,7 @@ from nova_drain_filters import stale
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import nova_db
 from osc_plugin import client as drain_client_mod
+from osc_plugin import scope
 
 #: Exit status of a list command given --exit-code when it found anything.
 FOUND_EXIT = 3
@@ -145,13 +146,34 @@ def check_budget(acting: int, total: int, what: str,
             "then raise --max-fraction or clear fewer at a time")
 
 
+#: What a 403 needs, after the service's own words (which name the policy:
+#: Nova's PolicyNotAuthorized, placement's, Ironic's HTTPForbidden).
+NEEDS = {
+    "nova": "the drain commands need the admin role, project-scoped, for "
+            "Nova and placement",
+    "placement": "the drain commands need the admin role, project-scoped, "
+                 "for Nova and placement",
+    "ironic": "listing every Ironic node needs a system-scoped reader or "
+              "the service role: " + scope.CONFIGURE,
+}
+
+
+def refused(exc: http.ApiError) -> str:
+    """A failed request in one line; a 403 says which role it needs."""
+    if isinstance(exc, http.Forbidden) and exc.service in NEEDS:
+        return f"{exc}; {NEEDS[exc.service]}"
+    return str(exc)
+
+
 @contextlib.contextmanager
 def api_errors() -> Iterator[None]:
     """Turn a failed request (or an unreadable Nova database, with
     --nova-config) into osc's one-line error, never a traceback."""
     try:
         yield
-    except (http.ApiError, nova_db.Unavailable) as exc:
+    except http.ApiError as exc:
+        raise exceptions.CommandError(refused(exc)) from None
+    except nova_db.Unavailable as exc:
         raise exceptions.CommandError(str(exc)) from None
 
 
@@ -173,7 +195,24 @@ class Progress:
             sys.stderr.write("\n")
 
 
-class DrainLister(command.Lister):
+class Table(command.Lister):
+    """A Lister whose empty table still shows its header.
+
+    cliff's table formatter prints an empty result as one blank line unless
+    ``--print-empty`` is given (``cliff/formatters/table.py``
+    ``emit_list``: ``PrettyTable(print_empty=...)``); ``openstack server
+    list`` does the same, and a blank line reads like a failure. Every drain
+    table prints its header instead; ``-f json`` prints ``[]`` as before.
+    """
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        # The table formatter's own --print-empty, on by default here.
+        parser.set_defaults(print_empty=True)
+        return parser
+
+
+class DrainLister(Table):
     """A Lister with ``--exit-code``: exit 3 when it found anything."""
 
     found = 0

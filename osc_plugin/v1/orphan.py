@@ -158,6 +158,7 @@ class ClearOrphan(planned.PlannedChange[Removal]):
 
     columns = ("Consumer", "Resource Providers", "Result")
     budgeted = True
+    nothing = "nothing to clear"
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
