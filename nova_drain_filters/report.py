@@ -180,6 +180,23 @@ def _baremetal(node: decisions.IronicNodeFacts) -> list[str]:
     return found
 
 
+def _inventory(hv: compute.Hypervisor,
+               node: decisions.IronicNodeFacts | None
+               ) -> tuple[tuple[str, int], ...]:
+    """A node's total inventory, without a request of its own.
+
+    A hypervisor's is its record's VCPU, MEMORY_MB and DISK_GB. An Ironic
+    node's is one unit of its resource class (``nova/virt/ironic/driver.py``
+    ``update_provider_tree``), known only while Ironic lists the node:
+    placement has no bulk inventory read.
+    """
+    if not decisions.is_ironic(hv.hypervisor_type):
+        return hv.totals
+    if node is not None and node.resource_class:
+        return ((resource_class(node.resource_class), 1),)
+    return ()
+
+
 def judge(p: Picture) -> list[NodeVerdict]:
     """Every compute node's reasons, first reason first; a pure function."""
     services = {s.host: s for s in p.services}
@@ -209,9 +226,7 @@ def judge(p: Picture) -> list[NodeVerdict]:
             keys += _baremetal(node)
         keys += [f"trait:{t}" for t in traits.DEFAULT_FORBIDDEN
                  if hv.uuid in p.marked.get(t, ())]
-        inventory = hv.totals
-        if ironic and node is not None and node.resource_class:
-            inventory = ((resource_class(node.resource_class), 1),)
+        inventory = _inventory(hv, node)
         verdicts.append(NodeVerdict(
             hv.host, hv.hypervisor_hostname, hv.uuid,
             tuple(sorted(dict.fromkeys(keys), key=rank)), inventory))
@@ -275,8 +290,10 @@ def rows(verdicts: Sequence[NodeVerdict], by: str = "reason",
 
 
 def resource_classes(verdicts: Iterable[NodeVerdict]) -> list[str]:
-    """Every resource class of the inventory, sorted: the columns."""
-    return sorted({rc for v in verdicts for rc, _ in v.inventory})
+    """Every resource class of the inventory, the columns: standard ones
+    first, then custom ones, each sorted."""
+    return sorted({rc for v in verdicts for rc, _ in v.inventory},
+                  key=lambda rc: (rc.startswith("CUSTOM_"), rc))
 
 
 def fractions(verdicts: Sequence[NodeVerdict]) -> dict[str, float]:
