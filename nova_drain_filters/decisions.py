@@ -76,6 +76,10 @@ class Reason:
 
     code: ReasonCode
     detail: str = ""
+    #: For a baremetal reason, the Ironic condition without free text
+    #: (``provision_state=clean wait``, ``maintenance``): what the capacity
+    #: report groups nodes by. Not compared: the detail says it all.
+    state: str = dataclasses.field(default="", compare=False)
 
     @property
     def label(self) -> str:
@@ -140,6 +144,9 @@ class IronicNodeFacts:
     allocation_uuid: str | None = None
     name: str | None = None
     traits: frozenset[str] = frozenset()
+    #: Only when asked for (the capacity report): Nova's Ironic driver
+    #: makes it the node's one inventory class.
+    resource_class: str | None = None
 
 
 #: The hypervisor_type Nova's Ironic driver reports
@@ -303,25 +310,26 @@ def baremetal_reasons(node: IronicNodeFacts) -> list[Reason]:
     """
     found = []
 
-    def add(detail: str) -> None:
-        found.append(Reason(ReasonCode.BAREMETAL_UNAVAILABLE, detail))
+    def add(state: str, detail: str = "") -> None:
+        found.append(Reason(ReasonCode.BAREMETAL_UNAVAILABLE,
+                            state + detail, state))
 
     if node.provision_state != "available":
         add(f"provision_state={node.provision_state}")
     if node.maintenance:
-        add("maintenance" + (f" ({node.maintenance_reason})"
-                             if node.maintenance_reason else ""))
+        add("maintenance", f" ({node.maintenance_reason})"
+            if node.maintenance_reason else "")
     if node.power_state in _BAD_POWER_STATES:
         add(f"power_state={node.power_state or 'unknown'}")
     if node.retired:
-        add("retired" + (f" ({node.retired_reason})"
-                         if node.retired_reason else ""))
+        add("retired", f" ({node.retired_reason})"
+            if node.retired_reason else "")
     if node.fault:
         add(f"fault={node.fault}")
     if node.instance_uuid:
-        add(f"instance_uuid={node.instance_uuid}")
+        add("instance_uuid", f"={node.instance_uuid}")
     if node.allocation_uuid:
-        add(f"allocation_uuid={node.allocation_uuid}")
+        add("allocation_uuid", f"={node.allocation_uuid}")
     return found
 
 

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
+from collections.abc import Sequence
 from typing import Any
 from typing import TypeVar
 
@@ -29,7 +30,9 @@ from osc_lib.command import command
 from oslo_utils import uuidutils
 
 from nova_drain_filters import decisions
+from nova_drain_filters import orphans
 from nova_drain_filters import stale
+from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import nova_db
 from osc_plugin import client as drain_client_mod
@@ -130,6 +133,57 @@ def untrusted(client: drain_client_mod.DrainClient, verdict: decisions.ListingVe
             + "; if the nodes really are gone, raise --max-missing-fraction")
 
 
+def nova_view_refused(verdict: decisions.ListingVerdict, what: str,
+                      nova_config: str | None,
+                      fraction: float) -> exceptions.CommandError:
+    """The one-line refusal when Nova's records lack placement's compute
+    node providers (``orphans.NovaViewIncomplete``): ``refusing to
+    <what>: ...``."""
+    source = ("--nova-config may name another cloud's nova.conf, or a "
+              "cell may not be mapped" if nova_config else
+              "the credentials may not see every compute node")
+    if not verdict.listed:
+        # Nothing could make an empty listing believable.
+        return exceptions.CommandError(
+            f"refusing to {what}: Nova lists no compute node record, while "
+            f"placement has {verdict.known} compute node providers "
+            f"(COMPUTE_NODE): {source}")
+    return exceptions.CommandError(
+        f"refusing to {what}: {verdict}, more than --max-missing-fraction "
+        f"{fraction} allows: {source}; if those nodes really are gone, "
+        "raise --max-missing-fraction")
+
+
+def nova_side(client: drain_client_mod.DrainClient,
+              nova_config: str | None) -> orphans.NovaSide:
+    """Nova's records: the compute API, or with ``--nova-config`` the cell
+    databases (``nova_db.NovaRecords``)."""
+    if not nova_config:
+        return client.nova
+    with api_errors():
+        return nova_db.NovaRecords(nova_config)
+
+
+def ironic_listing(
+    client: drain_client_mod.DrainClient,
+    hypervisors: Iterable[compute.Hypervisor], fraction: float,
+    extra_fields: Sequence[str] = (),
+) -> tuple[dict[str, decisions.IronicNodeFacts] | None,
+           decisions.ListingVerdict | None]:
+    """Ironic's nodes by UUID and the listing's verdict; (None, None)
+    without Ironic in the catalog, (None, verdict) when it is not trusted
+    (``stale.judge_listing``: empty, or lacking too many nodes Nova knows).
+
+    Read after Nova's records: Nova learns nodes only from Ironic.
+    """
+    if not client.has_ironic():
+        return None, None
+    nodes = {n.uuid: n for n in client.ironic.list_nodes(1000, extra_fields)}
+    verdict = stale.judge_listing([h.facts for h in hypervisors], nodes,
+                                  fraction)
+    return (nodes if verdict.trusted else None), verdict
+
+
 def check_budget(acting: int, total: int, what: str,
                  max_fraction: float) -> None:
     """Refuse to touch more than ``max_fraction`` of ``total`` in one run.
@@ -216,12 +270,13 @@ class DrainLister(Table):
     """A Lister with ``--exit-code``: exit 3 when it found anything."""
 
     found = 0
+    #: What ``--exit-code`` does, for its help.
+    exit_help = f"exit {FOUND_EXIT} when anything is found (for monitoring)"
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument(
-            "--exit-code", action="store_true",
-            help=f"exit {FOUND_EXIT} when anything is found (for monitoring)")
+            "--exit-code", action="store_true", help=self.exit_help)
         return parser
 
     def run(self, parsed_args: argparse.Namespace) -> int:

@@ -62,17 +62,10 @@ class Facts:
                 listed, {h.uuid: h for h in self.hypervisors}, marked)
             compute = {t.root for t in trees.values() if not t.recorded}
             names = {t.root: t.node for t in trees.values()}
-            # After Nova's records: Nova learns nodes only from Ironic.
-            ironic_nodes = None
             #: The Ironic listing's verdict; None without Ironic.
-            self.verdict: decisions.ListingVerdict | None = None
-            if client.has_ironic():
-                ironic_nodes = {n.uuid: n for n in client.ironic.list_nodes(1000)}
-                self.verdict = stale.judge_listing(
-                    [h.facts for h in self.hypervisors], ironic_nodes,
-                    max_missing_fraction)
-                if not self.verdict.trusted:
-                    ironic_nodes = None
+            self.verdict: decisions.ListingVerdict | None
+            ironic_nodes, self.verdict = common.ironic_listing(
+                client, self.hypervisors, max_missing_fraction)
             now = datetime.datetime.now(datetime.timezone.utc)
             records = stale.find_stale(self.hypervisors, services, providers,
                                        compute, ironic_nodes, self.servers, now,
