@@ -32,6 +32,7 @@ class ReasonCode(str, enum.Enum):
     SERVICE_DISABLED = "service_disabled"
     SERVICE_FORCED_DOWN = "service_forced_down"
     SERVICE_DOWN = "service_down"
+    SERVICE_DOWN_WITH_SERVERS = "service_down_with_servers"
     DUPLICATE_NODE = "duplicate_node"
     NODE_TOO_OLD = "node_too_old"
     IRONIC_NODE_MISSING = "ironic_node_missing"
@@ -47,6 +48,7 @@ _LABELS = {
     ReasonCode.SERVICE_DISABLED: "service disabled",
     ReasonCode.SERVICE_FORCED_DOWN: "service forced down",
     ReasonCode.SERVICE_DOWN: "service down",
+    ReasonCode.SERVICE_DOWN_WITH_SERVERS: "service down with servers",
     ReasonCode.DUPLICATE_NODE: "duplicate compute node",
     ReasonCode.NODE_TOO_OLD: "compute node not updated",
     ReasonCode.IRONIC_NODE_MISSING: "node missing from Ironic",
@@ -74,6 +76,10 @@ class Reason:
 
     code: ReasonCode
     detail: str = ""
+    #: For a baremetal reason, the Ironic condition without free text
+    #: (``provision_state=clean wait``, ``maintenance``): what the capacity
+    #: report groups nodes by. Not compared: the detail says it all.
+    state: str = dataclasses.field(default="", compare=False)
 
     @property
     def label(self) -> str:
@@ -138,6 +144,9 @@ class IronicNodeFacts:
     allocation_uuid: str | None = None
     name: str | None = None
     traits: frozenset[str] = frozenset()
+    #: Only when asked for (the capacity report): Nova's Ironic driver
+    #: makes it the node's one inventory class.
+    resource_class: str | None = None
 
 
 #: The hypervisor_type Nova's Ironic driver reports
@@ -198,6 +207,41 @@ def service_reasons(
         )
         reasons.append(Reason(ReasonCode.SERVICE_DOWN, detail))
     return reasons
+
+
+def stale_service_reasons(
+    svc: ServiceFacts, now: datetime.datetime, servers: int, grace: int
+) -> list[Reason]:
+    """Why a service's records may be stale; [] while it may come back.
+
+    ``stale list`` and ``stale clear`` ask this, not the scheduler: a host
+    the filters reject at once (``service_reasons``) is not yet stale.
+    Disabled is never stale. A service down (not forced) for less than
+    ``grace`` seconds since it was last seen may be rebooting and is left
+    alone. A host that still has ``servers`` is not stale however long it
+    has been down: its code says so, and ``stale clear`` refuses it.
+
+    ===========  ======================  =======  =================
+    forced_down  down since last seen    servers  reasons
+    ===========  ======================  =======  =================
+    no           up                      any      none
+    no           < grace                 any      none
+    no           >= grace (or never)     0        down
+    yes          any                     0        forced down
+    any          >= grace (or forced)    > 0      down with servers
+    ===========  ======================  =======  =================
+    """
+    if svc.is_up and not svc.forced_down:
+        return []
+    if not svc.forced_down and svc.last_seen_up is not None and (
+            as_utc(now) - as_utc(svc.last_seen_up)).total_seconds() < grace:
+        return []
+    found = service_reasons(dataclasses.replace(svc, disabled=False), now)
+    if not servers:
+        return found
+    why = "; ".join(str(r) for r in found)
+    return [Reason(ReasonCode.SERVICE_DOWN_WITH_SERVERS,
+                   f"{servers} server(s) on the host; {why}")]
 
 
 def _keeper_rank(node: NodeFacts) -> tuple[bool, datetime.datetime, str, str]:
@@ -266,25 +310,26 @@ def baremetal_reasons(node: IronicNodeFacts) -> list[Reason]:
     """
     found = []
 
-    def add(detail: str) -> None:
-        found.append(Reason(ReasonCode.BAREMETAL_UNAVAILABLE, detail))
+    def add(state: str, detail: str = "") -> None:
+        found.append(Reason(ReasonCode.BAREMETAL_UNAVAILABLE,
+                            state + detail, state))
 
     if node.provision_state != "available":
         add(f"provision_state={node.provision_state}")
     if node.maintenance:
-        add("maintenance" + (f" ({node.maintenance_reason})"
-                             if node.maintenance_reason else ""))
+        add("maintenance", f" ({node.maintenance_reason})"
+            if node.maintenance_reason else "")
     if node.power_state in _BAD_POWER_STATES:
         add(f"power_state={node.power_state or 'unknown'}")
     if node.retired:
-        add("retired" + (f" ({node.retired_reason})"
-                         if node.retired_reason else ""))
+        add("retired", f" ({node.retired_reason})"
+            if node.retired_reason else "")
     if node.fault:
         add(f"fault={node.fault}")
     if node.instance_uuid:
-        add(f"instance_uuid={node.instance_uuid}")
+        add("instance_uuid", f"={node.instance_uuid}")
     if node.allocation_uuid:
-        add(f"allocation_uuid={node.allocation_uuid}")
+        add("allocation_uuid", f"={node.allocation_uuid}")
     return found
 
 

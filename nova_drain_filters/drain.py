@@ -119,7 +119,7 @@ def host_phase(facts: HostFacts) -> Phase:
     compute service    drain marked (our ``drain:``    anything    phase
                        reason, or mark on every node)  left [1]_
     =================  ==============================  ==========  =========
-    none               any                             any         Released
+    none [2]_          any                             any         Released
     enabled            no                              any         Active
     disabled           no                              any         Disabled
     any                yes                             yes         Draining
@@ -128,6 +128,8 @@ def host_phase(facts: HostFacts) -> Phase:
 
     .. [1] a server on the host, a migration in progress to or from it, or
        a consumer with allocations on one of its providers.
+    .. [2] with compute node records left under the host's name; a name
+       with neither is refused (``unknown``), not called Released.
     """
     if facts.service is None:
         return Phase.RELEASED
@@ -231,11 +233,30 @@ def mark_steps(host: str, nodes: Iterable[NodeMark],
     return steps
 
 
+#: Why a host without a compute service is refused: Nova keeps no record
+#: of a released host, so nothing tells it from a typo.
+NO_SERVICE = "no compute service (unknown host, or released)"
+
+
+def unknown(facts: HostFacts) -> Refusal | None:
+    """A host ``show`` cannot vouch for: no service and no compute node.
+
+    ``finish`` deletes the service, and Nova deletes its compute nodes,
+    providers and host mapping with it (``nova/api/openstack/compute/
+    services.py`` ``delete``): a cleanly released host leaves nothing a
+    typo would not. Such a name is refused as ``start`` refuses it, never
+    shown as Released; Released is shown only while compute node records
+    remain under the name (what Nova left behind).
+    """
+    if facts.service is None and not facts.nodes:
+        return Refusal(facts.host, NO_SERVICE)
+    return None
+
+
 def _refusal(facts: HostFacts, has_ironic: bool) -> Refusal | None:
     """Why start or cancel cannot act on a host at all."""
     if facts.service is None:
-        return Refusal(facts.host,
-                       "no compute service (unknown host, or released)")
+        return Refusal(facts.host, NO_SERVICE)
     if facts.ironic_nodes and not has_ironic:
         return Refusal(facts.host, "its nodes are Ironic nodes but there is "
                        "no baremetal endpoint: Nova's Ironic driver puts "

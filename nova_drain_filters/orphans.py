@@ -235,6 +235,33 @@ class NovaViewIncomplete(Exception):
         self.verdict = verdict
 
 
+def compute_roots(
+    client: placement.PlacementClient,
+    providers: Iterable[Mapping[str, Any]],
+    nodes: Mapping[str, compute.Hypervisor],
+    max_missing_fraction: float,
+) -> set[str]:
+    """The providers carrying ``COMPUTE_NODE``, when some root lacks a record.
+
+    One ``COMPUTE_NODE`` query, only when a root has no compute node record
+    (otherwise the empty set, and no request). Raises NovaViewIncomplete
+    when Nova's records lack more than ``max_missing_fraction`` of those
+    roots (``decisions.listing_verdict``): a nova.conf of another cloud, an
+    unmapped cell or an empty database.
+    """
+    if not roots_without_record(providers, nodes):
+        return set()
+    marked = {p["uuid"] for p in client.providers(
+        required=COMPUTE_NODE_TRAIT)}
+    verdict = decisions.listing_verdict(
+        marked, set(nodes), max_missing_fraction,
+        listing="Nova's list of compute node records",
+        things="compute node providers in placement (COMPUTE_NODE)")
+    if not verdict.trusted:
+        raise NovaViewIncomplete(verdict)
+    return marked
+
+
 def gather(
     nova: NovaSide, client: placement.PlacementClient,
     progress: Callable[[int, int], None] | None = None,
@@ -244,11 +271,9 @@ def gather(
 ) -> list[Orphan]:
     """Every orphan in the cloud, with its consumer's project.
 
-    Raises NovaViewIncomplete when Nova's records lack more than
-    ``max_missing_fraction`` of the ``COMPUTE_NODE`` roots in placement
-    (``decisions.listing_verdict``): a nova.conf of another cloud, an
-    unmapped cell or an empty database would otherwise turn every
-    allocation into an orphan.
+    Raises NovaViewIncomplete (``compute_roots``) when Nova's records lack
+    too many of placement's ``COMPUTE_NODE`` roots: every allocation on them
+    would otherwise look orphaned.
 
     The project is the instance's when Nova still has it (an instance
     elsewhere, or a deleted one through ``deleted_projects``, e.g.
@@ -265,16 +290,7 @@ def gather(
     servers = nova.servers()
     migrations = nova.migrations_in_progress()
     providers = client.providers()
-    marked: set[str] = set()
-    if roots_without_record(providers, nodes):
-        marked = {p["uuid"] for p in client.providers(
-            required=COMPUTE_NODE_TRAIT)}
-        verdict = decisions.listing_verdict(
-            marked, set(nodes), max_missing_fraction,
-            listing="Nova's list of compute node records",
-            things="compute node providers in placement (COMPUTE_NODE)")
-        if not verdict.trusted:
-            raise NovaViewIncomplete(verdict)
+    marked = compute_roots(client, providers, nodes, max_missing_fraction)
     trees = nova_trees(providers, nodes, marked)
     allocations = read_allocations(client, sorted(trees), progress)
     orphans = find_orphans(allocations, trees, servers, migrations)

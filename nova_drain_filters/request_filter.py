@@ -51,6 +51,7 @@ from oslo_log import log as logging
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import nova_compat
+from nova_drain_filters import status_hidden
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import placement
 
@@ -88,6 +89,11 @@ class TraitStore(Protocol):
     def watch(self, handler: Any) -> None:
         """Let ``handler`` repair failed allocation candidate queries."""
 
+    def roots_with_trait(
+        self, name: str, global_request_id: str | None = None,
+    ) -> list[str]:
+        """Names of the root providers carrying trait ``name``."""
+
 
 class OwnPlacementTraits:
     """Our own ``[placement]`` adapter, for a process without Nova."""
@@ -107,6 +113,11 @@ class OwnPlacementTraits:
 
     def watch(self, handler: Any) -> None:
         """No Nova here, so no candidate query to watch."""
+
+    def roots_with_trait(
+        self, name: str, global_request_id: str | None = None,
+    ) -> list[str]:
+        return placement.root_names(self.client.providers(required=name))
 
 
 def _default_store() -> TraitStore:
@@ -139,11 +150,19 @@ class Outcome:
     skipped: frozenset[str] = frozenset()
     why: Skip | None = None
     detail: str | None = None
+    #: The disabled nodes Nova's own COMPUTE_STATUS_DISABLED hid.
+    hidden: status_hidden.Hidden | None = None
 
     @property
     def notable(self) -> bool:
-        """True when it forbade less than configured."""
-        return self.why is not None
+        """True when it forbade less than configured, or when Nova's
+        COMPUTE_STATUS_DISABLED hid nodes."""
+        return self.why is not None or bool(self.hidden)
+
+    @property
+    def hides(self) -> bool:
+        """True when Nova's COMPUTE_STATUS_DISABLED hid nodes."""
+        return bool(self.hidden)
 
     @property
     def degraded(self) -> bool:
@@ -152,6 +171,10 @@ class Outcome:
                             Skip.ERROR)
 
     def __str__(self) -> str:
+        hidden = f"; {self.hidden}" if self.hidden else ""
+        return self._ours() + hidden
+
+    def _ours(self) -> str:
         why = self.why.value if self.why else ""
         if self.detail:
             why += f": {self.detail}"
@@ -293,6 +316,7 @@ class TraitGuard:
 
 
 _guard = TraitGuard()
+_hidden = status_hidden.HiddenNodes(_default_store)
 
 #: Takes each request's outcome: ``filters/summary.py`` ``record_prefilter``,
 #: wired by ``nova_drain_filters.filters`` when Nova loads it, so that this
@@ -309,8 +333,9 @@ def set_recorder(recorder: Recorder | None) -> None:
 
 def reset() -> None:
     """Forget what is known about placement (for tests)."""
-    global _guard
+    global _guard, _hidden
     _guard = TraitGuard()
+    _hidden = status_hidden.HiddenNodes(_default_store)
 
 
 def drain_traits_filter(ctxt: Any, request_spec: Any) -> bool:
@@ -339,6 +364,14 @@ def drain_traits_filter(ctxt: Any, request_spec: Any) -> bool:
         LOG.exception("drain_traits_filter failed; request left unchanged")
         forbidden = frozenset()
         outcome = Outcome(why=Skip.ERROR)
+    try:
+        # Nova's compute_status_filter ran before us (we are appended last).
+        hidden = _hidden.hidden(request_spec, getattr(ctxt, "global_id", None))
+        if hidden:
+            outcome = dataclasses.replace(outcome, hidden=hidden)
+    except Exception:  # an unloadable spec field: no note, never a failure
+        LOG.debug("Could not tell what COMPUTE_STATUS_DISABLED hid",
+                  exc_info=True)
     recorder = _recorder
     if recorder is not None:
         recorder(request_spec, outcome)

@@ -32,7 +32,11 @@ COMPUTE_NODE = "compute_node"
 RESOURCE_PROVIDER = "resource_provider"
 
 _SERVICE_GONE = {decisions.ReasonCode.SERVICE_DOWN.value,
-                 decisions.ReasonCode.SERVICE_FORCED_DOWN.value}
+                 decisions.ReasonCode.SERVICE_FORCED_DOWN.value,
+                 decisions.ReasonCode.SERVICE_DOWN_WITH_SERVERS.value}
+#: ``stale list --grace``'s default: a nova-compute down for less is left
+#: alone, as a host that may be rebooting.
+DEFAULT_GRACE = 600
 # A single record is removed only when nothing will report it again: its
 # node is gone from Ironic, or another record owns the node. A record that
 # merely lacks its provider is nova-compute's to repair on its periodic.
@@ -89,15 +93,6 @@ class StaleRecord:
         return {r.code.value for r in self.reasons}
 
 
-def _service_reasons(service: compute.Service | None,
-                     now: datetime.datetime) -> list[decisions.Reason]:
-    if service is None:
-        return []
-    # Disabled is not stale: only a service that stopped reporting is.
-    facts = dataclasses.replace(service.facts, disabled=False)
-    return decisions.service_reasons(facts, now)
-
-
 def find_stale(
     hypervisors: Sequence[compute.Hypervisor],
     services: Iterable[compute.Service],
@@ -107,6 +102,7 @@ def find_stale(
     servers: Iterable[compute.Server],
     now: datetime.datetime,
     names: Mapping[str, str] | None = None,
+    grace: int = 0,
 ) -> list[StaleRecord]:
     """Every stale compute node and provider; a pure function.
 
@@ -119,17 +115,23 @@ def find_stale(
     :param names: provider names; a provider with no compute node is shown
         with its name as the node, the node name Nova gave it, which is
         what its allocations are re-checked against before a clear.
+    :param grace: seconds a down (not forced down) service is left alone
+        (``decisions.stale_service_reasons``).
     """
     by_host = {s.host: s for s in services}
     providers = set(providers)
     instances: dict[tuple[str | None, str | None], int] = {}
+    on_host: dict[str | None, int] = {}
     for server in servers:
         key = (server.host, server.node)
         instances[key] = instances.get(key, 0) + 1
+        on_host[server.host] = on_host.get(server.host, 0) + 1
     duplicates = decisions.duplicate_reasons(h.facts for h in hypervisors)
     found = []
     for hv in hypervisors:
-        reasons = _service_reasons(by_host.get(hv.host), now)
+        service = by_host.get(hv.host)
+        reasons = [] if service is None else decisions.stale_service_reasons(
+            service.facts, now, on_host.get(hv.host, 0), grace)
         if ironic_nodes is not None and decisions.is_ironic(
                 hv.hypervisor_type) and hv.hypervisor_hostname not in ironic_nodes:
             reasons.append(decisions.missing_from_ironic_reason(

@@ -63,7 +63,7 @@ NEWEST_ONLY='^tests\.functional\.(test_ironic_driver_|test_demo\.|test_ironic_vi
 # four seeds that between them hold every ingredient both ways, two of them
 # through --nova-config (odd seeds): about six minutes less CI.
 OLDER_AUDIT_SEEDS=11,13,14,18
-SCHEDULER_SIDE='^tests\.(functional\.(test_baremetal_events|test_baremetal_scheduling|test_baremetal_startup|test_concurrency_mode|test_event_mode_config|test_ironic_events|test_ironic_view|test_prefilter|test_service_filters|test_stale_nodes)|unit\.(ironic_view\.(test_events|test_refresher|test_view|test_view_verdict)|test_snapshot_age))\.'
+SCHEDULER_SIDE='^tests\.(functional\.(test_baremetal_events|test_baremetal_scheduling|test_baremetal_startup|test_concurrency_mode|test_event_mode_config|test_ironic_events|test_ironic_view|test_prefilter|test_service_filters|test_stale_nodes)|unit\.(ironic_view\.(test_events|test_refresher|test_snapshot_batches|test_view|test_view_verdict)|test_snapshot_age))\.'
 
 all_releases=0
 if [ "${1:-}" = "--all-releases" ]; then

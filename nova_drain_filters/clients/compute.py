@@ -51,6 +51,10 @@ class Hypervisor:
     service_id: str | None
     state: str
     status: str
+    #: (resource class, total) as the record reports them: VCPU, MEMORY_MB
+    #: and DISK_GB, the totals Nova's resource tracker gives placement
+    #: (``hypervisor_totals``); empty where the record says 0.
+    totals: tuple[tuple[str, int], ...] = ()
 
     @property
     def facts(self) -> decisions.NodeFacts:
@@ -120,6 +124,30 @@ class Aggregate:
     id: int
     name: str
     hosts: tuple[str, ...]
+    availability_zone: str | None = None
+
+
+#: The compute node record's fields for each standard resource class
+#: (removed from the hypervisor API in 2.88; COMPUTE_VERSION is older).
+_TOTALS = (("VCPU", "vcpus"), ("MEMORY_MB", "memory_mb"),
+           ("DISK_GB", "local_gb"))
+
+
+def hypervisor_totals(record: Any) -> tuple[tuple[str, int], ...]:
+    """(class, total) of a hypervisor body or a ComputeNode, zeros left out.
+
+    Nova's Ironic driver reports 0 for all three
+    (``nova/virt/ironic/driver.py`` ``_node_resource``): an Ironic node's
+    one class is its Ironic ``resource_class``.
+    """
+    read = record.get if isinstance(record, dict) else (
+        lambda name: getattr(record, name, None))
+    found = []
+    for rc, field in _TOTALS:
+        value = read(field)
+        if isinstance(value, int) and value > 0:
+            found.append((rc, value))
+    return tuple(found)
 
 
 def _service(body: dict[str, Any]) -> Service:
@@ -175,7 +203,8 @@ class ComputeClient(http.ServiceClient):
                 hypervisor_hostname=hv.get("hypervisor_hostname") or "",
                 hypervisor_type=hv.get("hypervisor_type"),
                 host=service.get("host") or "", service_id=service.get("id"),
-                state=hv.get("state", ""), status=hv.get("status", "")))
+                state=hv.get("state", ""), status=hv.get("status", ""),
+                totals=hypervisor_totals(hv)))
         return found
 
     def services(self, host: str | None = None) -> list[Service]:
@@ -205,7 +234,8 @@ class ComputeClient(http.ServiceClient):
         """Every host aggregate with its hosts (one request)."""
         body = self.get("/os-aggregates", microversion=COMPUTE_VERSION)
         return [Aggregate(id=int(a["id"]), name=a.get("name") or "",
-                          hosts=tuple(a.get("hosts") or ()))
+                          hosts=tuple(a.get("hosts") or ()),
+                          availability_zone=a.get("availability_zone"))
                 for a in body["aggregates"]]
 
     def host_mapped(self, host: str) -> bool:

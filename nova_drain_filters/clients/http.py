@@ -83,6 +83,10 @@ class Conflict(ApiError):
     """HTTP 409: a generation changed, a node is locked, a resource is in use."""
 
 
+class Forbidden(ApiError):
+    """HTTP 403: a policy refused the caller; the message names the policy."""
+
+
 class NoEndpoint(ApiError):
     """The catalog (or the endpoint override) has no endpoint for the service."""
 
@@ -92,7 +96,8 @@ class MicroversionUnsupported(ApiError):
 
 
 #: The statuses callers branch on, and the type each is raised as.
-_BY_STATUS: dict[int, type[ApiError]] = {404: NotFound, 409: Conflict}
+_BY_STATUS: dict[int, type[ApiError]] = {403: Forbidden, 404: NotFound,
+                                          409: Conflict}
 
 
 def error_type(status: int | None) -> type[ApiError]:

@@ -12,6 +12,7 @@
 
 """Typed Ironic calls: the paginated node list, one node, node traits."""
 from collections.abc import Iterator
+from collections.abc import Sequence
 from typing import Any
 from urllib import parse
 
@@ -33,6 +34,9 @@ NODE_FIELDS = (
     "maintenance_reason", "retired", "retired_reason", "fault",
     "instance_uuid", "traits",
 )
+
+#: What the capacity report asks for besides NODE_FIELDS (1.21 added it).
+REPORT_FIELDS = ("resource_class",)
 
 #: Read timeout, in seconds, of the scheduler's Ironic requests when
 #: ``[ironic] timeout`` is unset (keystoneauth then waits forever). One page
@@ -59,6 +63,7 @@ def node_facts(body: dict[str, Any]) -> decisions.IronicNodeFacts:
         instance_uuid=body.get("instance_uuid"),
         allocation_uuid=body.get("allocation_uuid"),
         traits=frozenset(body.get("traits") or ()),
+        resource_class=body.get("resource_class"),
     )
 
 
@@ -89,14 +94,15 @@ class IronicClient(http.ServiceClient):
         return float(timeout) if timeout is not None else None
 
     def iter_node_pages(
-        self, page_size: int
+        self, page_size: int, extra_fields: Sequence[str] = ()
     ) -> Iterator[list[decisions.IronicNodeFacts]]:
         """Yield the nodes a page at a time, ``limit``/``marker`` paginated.
 
         Ironic caps ``limit`` at its ``[api] max_limit`` and links the next
         page in ``next`` only when the page was full, so the loop follows
-        that link's presence, not our own page size. Raises ApiError on a
-        malformed page.
+        that link's presence, not our own page size. ``extra_fields`` asks
+        for more than NODE_FIELDS (``REPORT_FIELDS``). Raises ApiError on
+        a malformed page.
         """
         def items(body: Any, url: str) -> list[decisions.IronicNodeFacts]:
             try:
@@ -110,13 +116,15 @@ class IronicClient(http.ServiceClient):
             return nodes[-1].uuid if body.get("next") else None
 
         return self.pages(
-            "/v1/nodes", {"fields": ",".join(NODE_FIELDS),
+            "/v1/nodes", {"fields": ",".join(NODE_FIELDS + tuple(extra_fields)),
                           "limit": str(page_size)},
             microversion=IRONIC_VERSION, items=items, next_marker=next_marker)
 
-    def list_nodes(self, page_size: int) -> list[decisions.IronicNodeFacts]:
+    def list_nodes(self, page_size: int, extra_fields: Sequence[str] = ()
+                   ) -> list[decisions.IronicNodeFacts]:
         """Every node, in as few requests as the page size allows."""
-        return [n for page in self.iter_node_pages(page_size) for n in page]
+        return [n for page in self.iter_node_pages(page_size, extra_fields)
+                for n in page]
 
     def get_node(self, ident: str) -> decisions.IronicNodeFacts | None:
         """One node (by UUID or name) with the listing's fields, or None.

@@ -160,7 +160,8 @@ class NovaRecords:
                     state=("up" if service and group.service_is_up(service)
                            else "down"),
                     status=("disabled" if service is None or service.disabled
-                            else "enabled")))
+                            else "enabled"),
+                    totals=compute.hypervisor_totals(node)))
             return found
         return self._each_cell(read)
 

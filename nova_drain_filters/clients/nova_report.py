@@ -96,10 +96,20 @@ class NovaPlacementTraits:
         """
         self._send("put", f"/traits/{name}", (201, 204), global_request_id)
 
+    def roots_with_trait(
+        self, name: str, global_request_id: str | None = None,
+    ) -> list[str]:
+        """Names of the root providers carrying ``name``, in one request."""
+        url = f"/resource_providers?required={name}"
+        resp = self._send("get", url, (200,), global_request_id,
+                          placement.REQUIRED_TRAITS_VERSION)
+        return placement.root_names(resp.json().get("resource_providers", []))
+
     def _send(self, method: str, url: str, ok: tuple[int, ...],
-              global_request_id: str | None) -> Any:
+              global_request_id: str | None,
+              version: str = placement.TRAITS_VERSION) -> Any:
         client = self._get_client()
-        kwargs = {"version": placement.TRAITS_VERSION,
+        kwargs = {"version": version,
                   "global_request_id": global_request_id}
         try:
             if method == "put":

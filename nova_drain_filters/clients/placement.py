@@ -46,6 +46,12 @@ def _writable_type(consumer_type: str | None) -> str:
     return "INSTANCE"
 
 
+
+def root_names(providers: list[dict[str, Any]]) -> list[str]:
+    """The names (else UUIDs) of the root providers among ``providers``."""
+    return [p.get("name") or p["uuid"] for p in providers
+            if p.get("root_provider_uuid", p["uuid"]) == p["uuid"]]
+
 class PlacementClient(http.ServiceClient):
     """Placement, through a keystoneauth1 Adapter."""
 

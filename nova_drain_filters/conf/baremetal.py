@@ -178,7 +178,10 @@ while Nova knows some), it is not trusted: the filters apply
 refuse to call those nodes missing, and the counts are logged. One missing
 node is always believed, so a small cloud can still lose a node.
 
-Use credentials that see every node: a system-scoped or admin token.
+Use credentials that see every node: ``[ironic] system_scope = all`` for a
+user with the reader role on the system, or the service role in the service
+project with Ironic's ``rbac_service_role_elevated_access = true``. A
+project-scoped admin is not enough under Ironic's default policies.
 
 Possible values:
 

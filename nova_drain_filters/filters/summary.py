@@ -45,7 +45,12 @@ class PrefilterNote(Protocol):
 
     @property
     def notable(self) -> bool:
-        """True when it forbade fewer traits than configured."""
+        """True when it forbade fewer traits than configured, or when
+        Nova's COMPUTE_STATUS_DISABLED hid nodes."""
+
+    @property
+    def hides(self) -> bool:
+        """True when Nova's own COMPUTE_STATUS_DISABLED hid nodes."""
 
     @property
     def degraded(self) -> bool:
@@ -100,7 +105,10 @@ def format_line(pending: _Pending, early: bool = False) -> str:
 def _emit(pending: _Pending, early: bool = False) -> None:
     rejected = any(sum(c.values()) for c in pending.per_filter.values())
     degraded = pending.prefilter is not None and pending.prefilter.degraded
-    if rejected or degraded:
+    # Nodes hidden before any filter saw them: an operator looking for one
+    # in the log must find why at the default level.
+    hides = pending.prefilter is not None and pending.prefilter.hides
+    if rejected or degraded or hides:
         LOG.info(format_line(pending, early))
     else:
         LOG.debug(format_line(pending, early))

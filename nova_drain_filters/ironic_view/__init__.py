@@ -264,7 +264,9 @@ class IronicView:
                       "ironic_missing_max_fraction); the missing-node rule "
                       "is off and baremetal_failure_mode=%(mode)s applies "
                       "to unlisted nodes. Do the [ironic] credentials see "
-                      "every node (a system-scoped reader token)?",
+                      "every node (a system-scoped reader token, or the "
+                      "service role with Ironic's "
+                      "rbac_service_role_elevated_access)?",
                       {"verdict": verdict,
                        "mode": CONF.drain_filters.baremetal_failure_mode})
         return verdict

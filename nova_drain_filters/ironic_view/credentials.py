@@ -15,9 +15,12 @@
 Ironic lists every node only to a caller that passes its
 ``baremetal:node:list_all`` policy: by default a system-scoped token with
 the ``reader`` role, or the ``service`` role (``ironic/common/policy.py``,
-``SYSTEM_READER``). Anyone else gets the nodes their project owns or
-leases, a listing that looks complete and is not. The token is already
-there after a listing, so asking costs no request.
+``SYSTEM_READER``; a project-scoped service role counts only in the
+``service`` project with Ironic's ``rbac_service_role_elevated_access``,
+``ironic/common/context.py`` ``to_policy_values``). Anyone else gets the
+nodes their project owns or leases, a listing that looks complete and is
+not. The token is already there after a listing, so asking costs no
+request.
 """
 from typing import Any
 
@@ -42,8 +45,10 @@ def scope_problem(access: Any) -> str | None:
              if getattr(access, "project_scoped", False) else "no scope")
     return (f"the [ironic] credentials have {scope} and roles "
             f"{sorted(roles)}: Ironic lists only the nodes such a token's "
-            f"project owns or leases; use a system-scoped token with the "
-            f"reader role (or the service role)")
+            f"project owns or leases; set [ironic] system_scope = all for a "
+            f"user with the reader role on the system, or use the service "
+            f"role in the service project with Ironic's "
+            f"rbac_service_role_elevated_access = true")
 
 
 def token_of(adapter: Any) -> Any:

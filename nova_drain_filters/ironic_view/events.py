@@ -20,7 +20,9 @@ and later) is applied as it is, with no request, so Ironic's load does not
 grow with the number of scheduler processes; any other event (an older
 payload, an allocation event) makes it re-read the node with one
 ``GET /v1/nodes/{uuid}``. A ``delete.end`` takes the node out. Events for
-the same node that arrive while it waits are applied once, the last one.
+the same node that arrive while it waits are applied once, the last one;
+the events waiting together are applied as one batch, so that an event
+storm costs O(1) per event (``snapshot.py`` says how).
 Ironic may announce a transition only by its ``.start`` (a ``manage``
 gives ``provision_set.start`` in ``verifying`` and no ``.end``); the node
 then stays in that unusable state, which excludes it, until the next
@@ -50,12 +52,12 @@ from collections.abc import Callable
 from typing import Any
 from typing import Protocol
 
-import oslo_messaging
 from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_drain_filters import decisions
 from nova_drain_filters.clients import ironic
+from nova_drain_filters.ironic_view import listening
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import pools
 from nova_drain_filters.ironic_view import refresher
@@ -68,6 +70,8 @@ CONF = cfg.CONF
 CONNECT_GRACE = 5.0
 #: How often the watcher looks at the connection.
 WATCH_INTERVAL = 0.5
+#: The most events applied as one batch (one lock hold, at most one copy).
+BATCH_MAX = 5000
 
 
 class View(Protocol):
@@ -82,18 +86,8 @@ class View(Protocol):
 
     def mark_deleted(self, node_uuid: str, at: float) -> bool: ...
 
-
-class _Endpoint:
-    """oslo.messaging calls one method per priority; all mean 're-read'."""
-
-    def __init__(self, on_event: Callable[[Any, Any], None]) -> None:
-        self._on_event = on_event
-
-    def info(self, ctxt: Any, publisher_id: Any, event_type: Any,
-             payload: Any, metadata: Any) -> None:
-        self._on_event(event_type, payload)
-
-    warn = error = critical = info
+    #: The current snapshot and its batches (``IronicView.patches``).
+    patches: snapshot.Patches
 
 
 class EventListener:
@@ -110,7 +104,8 @@ class EventListener:
         self._client_factory = client_factory
         self._client: ironic.IronicClient | None = None
         self._clock = clock
-        self._transport_factory = transport_factory or _notification_transport
+        self._transport_factory = (transport_factory
+                                   or listening.notification_transport)
         self._pid: int | None = None
         #: The eventlet hub the threads run on (``green_hub``).
         self._hub: object | None = None
@@ -214,12 +209,8 @@ class EventListener:
                             {"dir": self._slot.directory, "pool": self.pool})
             self._transport = self._transport_factory(
                 group.baremetal_notifications_url)
-            target = oslo_messaging.Target(
-                topic=group.baremetal_notifications_topic,
-                exchange=group.baremetal_notifications_exchange)
-            server = oslo_messaging.get_notification_listener(
-                self._transport, [target], [_Endpoint(self.on_event)],
-                executor="threading", pool=self.pool)
+            server = listening.server(
+                self._transport, listening.Endpoint(self.on_event), self.pool)
             server.start()  # returns once connected
             if self._stop.is_set():  # stopped while we waited for it
                 server.stop()
@@ -235,21 +226,8 @@ class EventListener:
             self._server = None
 
     def connected(self) -> bool:
-        """True while the listener's own broker connection is up.
-
-        oslo.messaging has no public health call. This follows
-        ``MessageHandlingServer.listener`` (oslo_messaging/server.py), a
-        ``PollStyleListenerAdapter`` whose ``NotificationAMQPListener``
-        (_drivers/amqpdriver.py) holds a ``ConnectionContext`` around
-        impl_rabbit's ``Connection`` and its kombu connection. Any other
-        shape (another driver, another version) reads as down, which only
-        means polling.
-        """
-        try:
-            listener = self._server.listener._poll_style_listener
-            return bool(listener.conn.connection.connection.connected)
-        except AttributeError:
-            return False
+        """True while the listener's own broker connection is up."""
+        return listening.is_connected(self._server)
 
     def _watch(self) -> None:
         """Connect, then judge the connection and poll while it is down."""
@@ -330,10 +308,40 @@ class EventListener:
                     self._wake.wait(1.0)
                 if self._stop.is_set():
                     return
-                _, event = self._pending.popitem(last=False)
+                # Let more events join a batch that would copy; each new
+                # event notifies, so wait out the whole hold.
+                until = time.monotonic() + self.view.patches.hold()
+                while not self._stop.is_set() and time.monotonic() < until:
+                    self._wake.wait(until - time.monotonic())
+                batch = [self._pending.popitem(last=False)[1] for _ in range(
+                    min(BATCH_MAX, len(self._pending)))]
+            try:
+                self.apply_batch(batch)
+            except Exception:  # never let one batch stop the loop
+                self.dropped += len(batch)
+                LOG.exception("Could not apply %d Ironic events", len(batch))
+
+    def apply_batch(self, batch: list[notifications.NodeEvent]) -> None:
+        """Apply events together: payloads as one batch, then re-reads.
+
+        Each node appears once (``on_event`` keeps the last event per
+        node), so the order between the two kinds does not matter.
+        """
+        read_at = self._clock()
+        changes: dict[str, snapshot.Change] = {}
+        rereads = []
+        for event in batch:
+            if event.deleted or event.facts is not None:
+                changes[event.node_uuid] = (read_at, event.facts)
+            else:
+                rereads.append(event)
+        if changes:
+            self.view.patches.apply(changes)
+            self.applied += len(changes)
+        for event in rereads:
             try:
                 self.apply(event)
-            except Exception:  # never let one event stop the loop
+            except Exception:  # one bad re-read must not stop the others
                 self.dropped += 1
                 LOG.exception("Could not apply %s", event)
 
@@ -379,13 +387,3 @@ class EventListener:
         self.applied += 1
         LOG.debug("Ironic node %(node)s re-read after %(event)s",
                   {"node": event.node_uuid, "event": event.event_type})
-
-
-def _notification_transport(url: str | None) -> Any:
-    """Nova's notification transport, or the one at ``url``.
-
-    ``get_notification_transport`` falls back from the URL to
-    ``[oslo_messaging_notifications] transport_url`` to ``[DEFAULT]
-    transport_url`` (oslo_messaging/notify/notifier.py).
-    """
-    return oslo_messaging.get_notification_transport(CONF, url=url)

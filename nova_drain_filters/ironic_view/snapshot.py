@@ -15,15 +15,36 @@
 A ``Snapshot`` is what one paginated listing saw, with the reasons of every
 unusable node worked out once, so a filter's healthy host costs one lookup.
 ``Patches`` keeps the view's current snapshot: a listing goes in whole, and
-an event (``events.py`` in this package) replaces or removes one node,
-copy on write, without judging the other nodes again. No I/O here.
+a batch of events replaces or removes nodes without judging the other
+nodes again. No I/O here.
+
+Why an event costs O(1), amortised. A snapshot that a reader was handed
+(``Patches.current``) is never changed again: the next batch goes into a
+copy (O(nodes)). A snapshot nobody was handed yet is still private, so a
+batch goes straight into it (O(batch)). Copies are thus at most one per
+batch and one per hand-out, whatever the number of events; and the
+listener waits a little before a batch that would copy (``Patches.hold``),
+so copies take at most ``COPY_DUTY`` of a core.
 """
 import copy
 import dataclasses
 import datetime
 import threading
+import time
+from collections.abc import Callable
+from collections.abc import Mapping
 
 from nova_drain_filters import decisions
+
+#: One change to one node: (read at, on the view's clock; the node's facts,
+#: or None if Ironic deleted it).
+Change = tuple[float, decisions.IronicNodeFacts | None]
+#: The share of one core that copying snapshots may take in an event storm:
+#: after a copy that took ``t`` seconds, the next waits ``t / COPY_DUTY``.
+COPY_DUTY = 0.05
+#: The longest ``Patches.hold``, so that a copy slowed by a busy machine
+#: never delays the view by more than this.
+MAX_HOLD = 0.25
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,109 +74,201 @@ class Snapshot:
         object.__setattr__(self, "unusable", unusable)
 
     def patched(
-        self, changes: dict[str, decisions.IronicNodeFacts | None]
+        self, changes: Mapping[str, decisions.IronicNodeFacts | None]
     ) -> "Snapshot":
         """A copy with nodes replaced (facts) or removed (None).
 
-        Copy on write, so a reader holding the old snapshot keeps a
+        Copy on write, so a reader holding this snapshot keeps a
         consistent one; only the changed nodes' reasons are worked out
-        again, so an event costs the same however many nodes there are.
+        again. The copy is O(nodes): ``Patches`` copies at most once per
+        batch, and only a snapshot a reader was handed.
         """
         if not changes:
             return self
-        nodes, unusable = dict(self.nodes), dict(self.unusable)
-        for uuid, facts in changes.items():
-            unusable.pop(uuid, None)
+        new = self._copied()
+        new._overwrite(judged(changes))
+        return new
+
+    def _copied(self) -> "Snapshot":
+        """The same listing in dicts of its own: O(nodes)."""
+        new = copy.copy(self)  # no __post_init__: nothing is listed again
+        object.__setattr__(new, "nodes", dict(self.nodes))
+        object.__setattr__(new, "unusable", dict(self.unusable))
+        return new
+
+    def _overwrite(self, changes: Mapping[
+            str, tuple[decisions.IronicNodeFacts | None,
+                       list[decisions.Reason]]]) -> None:
+        """Put judged changes in this snapshot's own dicts: O(changes).
+
+        Only for a snapshot no reader holds (a copy, or one ``Patches``
+        has not handed out); a reader's snapshot never changes.
+        """
+        nodes, unusable = self.nodes, self.unusable
+        for uuid, (facts, reasons) in changes.items():
             if facts is None:
                 nodes.pop(uuid, None)
-                continue
-            nodes[uuid] = facts
-            reasons = decisions.baremetal_reasons(facts)
+            else:
+                nodes[uuid] = facts
             if reasons:
                 unusable[uuid] = reasons
-        new = copy.copy(self)  # no __post_init__: nothing is listed again
-        object.__setattr__(new, "nodes", nodes)
-        object.__setattr__(new, "unusable", unusable)
-        return new
+            else:
+                unusable.pop(uuid, None)
+
+
+def judged(changes: Mapping[str, decisions.IronicNodeFacts | None]) -> dict[
+        str, tuple[decisions.IronicNodeFacts | None, list[decisions.Reason]]]:
+    """Each change with the node's reasons, worked out before any lock."""
+    return {uuid: (facts, decisions.baremetal_reasons(facts)
+                   if facts is not None else [])
+            for uuid, facts in changes.items()}
 
 
 class Patches:
     """The current snapshot, and the event reads newer than its listing.
 
     The view owns one (``IronicView.patches``): its refresher installs each
-    listing here and its event listener updates nodes here.
+    listing here and its event listener applies batches of changes here.
+    Writers take ``_event_lock``, one at a time; ``_read_lock`` guards only
+    the hand-out, so a reader never waits for a copy and never sees half a
+    batch.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, timer: Callable[[], float] = time.perf_counter
+                 ) -> None:
         self._snapshot: Snapshot | None = None
+        #: True once ``current`` handed the snapshot out: it is frozen.
+        self._handed_out = False
         #: node uuid -> (read at, facts or None if deleted), replayed over
         #: a listing that started before the read.
-        self._event_changes: dict[
-            str, tuple[float, decisions.IronicNodeFacts | None]] = {}
+        self._event_changes: dict[str, Change] = {}
         self._event_lock = threading.Lock()
+        self._read_lock = threading.Lock()
         #: Nodes a delete event named: missing without the known-before
         #: rule, which only tells a listing's gaps from new enrolments.
         self._deleted: set[str] = set()
+        self._timer = timer
+        #: When the last copy started and how long it took (``timer``).
+        self._copied_at = 0.0
+        self._copy_cost = 0.0
+        #: Whole-snapshot copies made for events, and batches applied.
+        self.copies = 0
+        self.batches = 0
 
     def after_fork(self) -> None:
-        """A forked child's lock: the parent's copy may be held for good.
+        """A forked child's locks: the parent's copies may be held for good.
 
-        Another thread may have been installing a listing or applying an
-        event as the process forked; the snapshot itself is swapped whole.
+        Another thread may have been installing a listing or applying a
+        batch as the process forked. Whatever the parent handed out may
+        live on in the child's readers, so the snapshot counts as handed
+        out.
         """
         self._event_lock = threading.Lock()
+        self._read_lock = threading.Lock()
+        self._handed_out = True
 
     @property
     def current(self) -> Snapshot | None:
-        """The latest snapshot with the events applied; None before any."""
-        return self._snapshot
+        """The latest snapshot with the events applied; None before any.
+
+        What it returns never changes: the next batch goes into a copy.
+        """
+        with self._read_lock:
+            self._handed_out = True
+            return self._snapshot
 
     def is_deleted(self, node_uuid: str) -> bool:
         """True if a delete event named the node since a listing had it."""
         return node_uuid in self._deleted
 
+    def hold(self) -> float:
+        """Seconds to wait before the next batch, so that copies stay cheap.
+
+        Zero unless that batch would copy (a reader holds the current
+        snapshot); then what keeps copies to ``COPY_DUTY`` of a core,
+        never more than ``MAX_HOLD``. Events that arrive meanwhile join
+        the batch.
+        """
+        with self._read_lock:
+            if self._snapshot is None or not self._handed_out:
+                return 0.0
+        due = self._copied_at + self._copy_cost / COPY_DUTY - self._timer()
+        return min(MAX_HOLD, max(0.0, due))
+
     def update_node(self, facts: decisions.IronicNodeFacts,
                     read_at: float) -> bool:
         """Put one node, read at ``read_at`` (view clock), in the snapshot.
 
-        False if there is no snapshot yet; the change is kept and applied
-        over the first listing if that started before the read.
+        False if there is no snapshot yet (the change is kept and applied
+        over the first listing if that started before the read), or if an
+        even newer read of the node is in.
         """
-        return self._record_event(facts.uuid, facts, read_at)
+        return self.apply({facts.uuid: (read_at, facts)}) == 1
 
     def mark_deleted(self, node_uuid: str, at: float) -> bool:
         """Take a node Ironic deleted out of the snapshot: it is missing."""
-        return self._record_event(node_uuid, None, at)
+        return self.apply({node_uuid: (at, None)}) == 1
 
-    def _record_event(self, node_uuid: str,
-                      facts: decisions.IronicNodeFacts | None,
-                      at: float) -> bool:
+    def apply(self, changes: Mapping[str, Change]) -> int:
+        """Apply a batch of changes as one step; the number that went in.
+
+        A change older than a read already in is left out. Readers see the
+        snapshot before the batch or after it, never between: a snapshot
+        nobody was handed takes the batch in place, O(batch); one a reader
+        holds is copied once for the whole batch.
+        """
         with self._event_lock:
-            known = self._event_changes.get(node_uuid)
-            if known is not None and known[0] > at:
-                return False  # an even newer read is already in
-            self._event_changes[node_uuid] = (at, facts)
-            if facts is None:
-                self._deleted.add(node_uuid)
-            else:
-                self._deleted.discard(node_uuid)
-            snap = self._snapshot
-            if snap is None:
-                return False
-            self._snapshot = snap.patched({node_uuid: facts})
-            return True
+            accepted: dict[str, decisions.IronicNodeFacts | None] = {}
+            for uuid, (at, facts) in changes.items():
+                known = self._event_changes.get(uuid)
+                if known is not None and known[0] > at:
+                    continue  # an even newer read is already in
+                self._event_changes[uuid] = (at, facts)
+                if facts is None:
+                    self._deleted.add(uuid)
+                else:
+                    self._deleted.discard(uuid)
+                accepted[uuid] = facts
+            if self._snapshot is None or not accepted:
+                return 0
+            self._publish(judged(accepted))
+            self.batches += 1
+            return len(accepted)
+
+    def _publish(self, changes: Mapping[
+            str, tuple[decisions.IronicNodeFacts | None,
+                       list[decisions.Reason]]]) -> None:
+        """Put judged changes in the current snapshot, or in its copy."""
+        snap = self._snapshot
+        assert snap is not None
+        with self._read_lock:
+            if not self._handed_out:
+                snap._overwrite(changes)  # O(changes); nobody holds it
+                return
+        # Handed out, so frozen: copy it outside the read lock (readers go
+        # on reading the old one) and swap the copy in.
+        started = self._timer()
+        new = snap._copied()
+        new._overwrite(changes)
+        self._copied_at, self._copy_cost = started, self._timer() - started
+        self.copies += 1
+        with self._read_lock:
+            self._snapshot, self._handed_out = new, False
 
     def install(self, snap: Snapshot) -> None:
         """Swap a new listing in, keeping what events read after it began.
 
         A listing takes a while; a node re-read after the listing started
-        is newer than the listing's copy of it.
+        is newer than the listing's copy of it. The listing is the
+        refresher's own until it is installed, so the replay goes into it.
         """
         with self._event_lock:
             self._event_changes = {
                 uuid: change for uuid, change in self._event_changes.items()
                 if change[0] >= snap.started_at}
             self._deleted -= snap.nodes.keys()
-            self._snapshot = snap.patched({
+            snap._overwrite(judged({
                 uuid: facts for uuid, (_, facts)
-                in self._event_changes.items()})
+                in self._event_changes.items()}))
+            with self._read_lock:
+                self._snapshot, self._handed_out = snap, False

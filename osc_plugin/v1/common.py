@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
+from collections.abc import Sequence
 from typing import Any
 from typing import TypeVar
 
@@ -29,10 +30,13 @@ from osc_lib.command import command
 from oslo_utils import uuidutils
 
 from nova_drain_filters import decisions
+from nova_drain_filters import orphans
 from nova_drain_filters import stale
+from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import nova_db
 from osc_plugin import client as drain_client_mod
+from osc_plugin import scope
 
 #: Exit status of a list command given --exit-code when it found anything.
 FOUND_EXIT = 3
@@ -129,6 +133,57 @@ def untrusted(client: drain_client_mod.DrainClient, verdict: decisions.ListingVe
             + "; if the nodes really are gone, raise --max-missing-fraction")
 
 
+def nova_view_refused(verdict: decisions.ListingVerdict, what: str,
+                      nova_config: str | None,
+                      fraction: float) -> exceptions.CommandError:
+    """The one-line refusal when Nova's records lack placement's compute
+    node providers (``orphans.NovaViewIncomplete``): ``refusing to
+    <what>: ...``."""
+    source = ("--nova-config may name another cloud's nova.conf, or a "
+              "cell may not be mapped" if nova_config else
+              "the credentials may not see every compute node")
+    if not verdict.listed:
+        # Nothing could make an empty listing believable.
+        return exceptions.CommandError(
+            f"refusing to {what}: Nova lists no compute node record, while "
+            f"placement has {verdict.known} compute node providers "
+            f"(COMPUTE_NODE): {source}")
+    return exceptions.CommandError(
+        f"refusing to {what}: {verdict}, more than --max-missing-fraction "
+        f"{fraction} allows: {source}; if those nodes really are gone, "
+        "raise --max-missing-fraction")
+
+
+def nova_side(client: drain_client_mod.DrainClient,
+              nova_config: str | None) -> orphans.NovaSide:
+    """Nova's records: the compute API, or with ``--nova-config`` the cell
+    databases (``nova_db.NovaRecords``)."""
+    if not nova_config:
+        return client.nova
+    with api_errors():
+        return nova_db.NovaRecords(nova_config)
+
+
+def ironic_listing(
+    client: drain_client_mod.DrainClient,
+    hypervisors: Iterable[compute.Hypervisor], fraction: float,
+    extra_fields: Sequence[str] = (),
+) -> tuple[dict[str, decisions.IronicNodeFacts] | None,
+           decisions.ListingVerdict | None]:
+    """Ironic's nodes by UUID and the listing's verdict; (None, None)
+    without Ironic in the catalog, (None, verdict) when it is not trusted
+    (``stale.judge_listing``: empty, or lacking too many nodes Nova knows).
+
+    Read after Nova's records: Nova learns nodes only from Ironic.
+    """
+    if not client.has_ironic():
+        return None, None
+    nodes = {n.uuid: n for n in client.ironic.list_nodes(1000, extra_fields)}
+    verdict = stale.judge_listing([h.facts for h in hypervisors], nodes,
+                                  fraction)
+    return (nodes if verdict.trusted else None), verdict
+
+
 def check_budget(acting: int, total: int, what: str,
                  max_fraction: float) -> None:
     """Refuse to touch more than ``max_fraction`` of ``total`` in one run.
@@ -145,13 +200,34 @@ def check_budget(acting: int, total: int, what: str,
             "then raise --max-fraction or clear fewer at a time")
 
 
+#: What a 403 needs, after the service's own words (which name the policy:
+#: Nova's PolicyNotAuthorized, placement's, Ironic's HTTPForbidden).
+NEEDS = {
+    "nova": "the drain commands need the admin role, project-scoped, for "
+            "Nova and placement",
+    "placement": "the drain commands need the admin role, project-scoped, "
+                 "for Nova and placement",
+    "ironic": "listing every Ironic node needs a system-scoped reader or "
+              "the service role: " + scope.CONFIGURE,
+}
+
+
+def refused(exc: http.ApiError) -> str:
+    """A failed request in one line; a 403 says which role it needs."""
+    if isinstance(exc, http.Forbidden) and exc.service in NEEDS:
+        return f"{exc}; {NEEDS[exc.service]}"
+    return str(exc)
+
+
 @contextlib.contextmanager
 def api_errors() -> Iterator[None]:
     """Turn a failed request (or an unreadable Nova database, with
     --nova-config) into osc's one-line error, never a traceback."""
     try:
         yield
-    except (http.ApiError, nova_db.Unavailable) as exc:
+    except http.ApiError as exc:
+        raise exceptions.CommandError(refused(exc)) from None
+    except nova_db.Unavailable as exc:
         raise exceptions.CommandError(str(exc)) from None
 
 
@@ -173,16 +249,34 @@ class Progress:
             sys.stderr.write("\n")
 
 
-class DrainLister(command.Lister):
+class Table(command.Lister):
+    """A Lister whose empty table still shows its header.
+
+    cliff's table formatter prints an empty result as one blank line unless
+    ``--print-empty`` is given (``cliff/formatters/table.py``
+    ``emit_list``: ``PrettyTable(print_empty=...)``); ``openstack server
+    list`` does the same, and a blank line reads like a failure. Every drain
+    table prints its header instead; ``-f json`` prints ``[]`` as before.
+    """
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        # The table formatter's own --print-empty, on by default here.
+        parser.set_defaults(print_empty=True)
+        return parser
+
+
+class DrainLister(Table):
     """A Lister with ``--exit-code``: exit 3 when it found anything."""
 
     found = 0
+    #: What ``--exit-code`` does, for its help.
+    exit_help = f"exit {FOUND_EXIT} when anything is found (for monitoring)"
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument(
-            "--exit-code", action="store_true",
-            help=f"exit {FOUND_EXIT} when anything is found (for monitoring)")
+            "--exit-code", action="store_true", help=self.exit_help)
         return parser
 
     def run(self, parsed_args: argparse.Namespace) -> int:

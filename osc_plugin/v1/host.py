@@ -23,7 +23,6 @@ import time
 from typing import Any
 
 from osc_lib import exceptions
-from osc_lib.command import command
 
 from nova_drain_filters import drain
 from nova_drain_filters.clients import http
@@ -58,11 +57,15 @@ def _gather(client: drain_client.DrainClient,
         return drain_steps.gather_hosts(client, hosts)
 
 
-class ShowHost(command.Lister):
+class ShowHost(common.Table):
     """Show the drain phase of hosts (default: every host not Active).
 
     The phase is Active, Disabled, Draining, Drained or Released, derived
-    afresh from Nova, placement and Ironic on every run. Migrations counts
+    afresh from Nova, placement and Ironic on every run. A name with no
+    compute service and no compute node is an error (exit 1), as for
+    'start': Nova keeps no record of a released host, so nothing tells it
+    from a typo; Released is shown only while Nova still holds compute
+    node records under the name. Migrations counts
     those in flight to or from the host (not over; a cold migration
     awaiting its confirm counts). Blocked By names up to three of the
     servers, migrations and consumers that keep a host from Drained.
@@ -79,6 +82,9 @@ class ShowHost(command.Lister):
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
         hosts = common.unique(parsed_args.hosts) or None
         found = _gather(common.drain_client(self.app), hosts).hosts
+        unknown = [r for r in map(drain.unknown, found.values()) if r]
+        if unknown:
+            raise exceptions.CommandError("; ".join(map(str, unknown)))
         return COLUMNS, [_row(found[h]) for h in (hosts or sorted(found))]
 
 

@@ -20,7 +20,6 @@ import argparse
 from typing import Any
 
 from osc_lib import exceptions
-from osc_lib.command import command
 
 from nova_drain_filters import drain
 from osc_plugin import client as drain_client
@@ -62,7 +61,7 @@ def _nodes_arg(parser: argparse.ArgumentParser) -> None:
                         help="an Ironic node UUID or name")
 
 
-class ShowNode(command.Lister):
+class ShowNode(common.Table):
     """Show the drain phase of baremetal nodes.
 
     Instance is the instance Ironic has on the node; Marked On says where

@@ -19,7 +19,6 @@ from osc_lib import exceptions
 from nova_drain_filters import orphan_clear
 from nova_drain_filters import orphans
 from nova_drain_filters.clients import http
-from nova_drain_filters.clients import nova_db
 from osc_plugin import client as drain_client
 from osc_plugin.v1 import common
 from osc_plugin.v1 import planned
@@ -60,14 +59,6 @@ def _add_nova_options(parser: argparse.ArgumentParser) -> None:
                 "(COMPUTE_NODE roots) that Nova's records may lack")
 
 
-def _nova_side(client: drain_client.DrainClient,
-               nova_config: str | None) -> orphans.NovaSide:
-    if not nova_config:
-        return client.nova
-    with common.api_errors():
-        return nova_db.NovaRecords(nova_config)
-
-
 def _gather(client: drain_client.DrainClient, nova: orphans.NovaSide,
             parsed_args: argparse.Namespace) -> list[orphans.Orphan]:
     progress = common.Progress("reading provider allocations")
@@ -80,21 +71,9 @@ def _gather(client: drain_client.DrainClient, nova: orphans.NovaSide,
                 getattr(nova, "deleted_projects", None),
                 parsed_args.max_missing_fraction)
     except orphans.NovaViewIncomplete as exc:
-        source = ("--nova-config may name another cloud's nova.conf, or a "
-                  "cell may not be mapped" if parsed_args.nova_config else
-                  "the credentials may not see every compute node")
-        verdict = exc.verdict
-        if not verdict.listed:
-            # Nothing could make an empty listing believable.
-            raise exceptions.CommandError(
-                "refusing to judge any allocation: Nova lists no compute "
-                f"node record, while placement has {verdict.known} compute "
-                f"node providers (COMPUTE_NODE): {source}") from None
-        raise exceptions.CommandError(
-            f"refusing to judge any allocation: {exc}, more than "
-            f"--max-missing-fraction {parsed_args.max_missing_fraction} "
-            f"allows: {source}; if those nodes really are gone, raise "
-            "--max-missing-fraction") from None
+        raise common.nova_view_refused(
+            exc.verdict, "judge any allocation", parsed_args.nova_config,
+            parsed_args.max_missing_fraction) from None
     finally:
         progress.close()
 
@@ -135,7 +114,7 @@ class ListOrphan(common.DrainLister):
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
         client = common.drain_client(self.app)
-        nova = _nova_side(client, parsed_args.nova_config)
+        nova = common.nova_side(client, parsed_args.nova_config)
         found = _on_provider(_gather(client, nova, parsed_args),
                              parsed_args.resource_provider)
         self.found = len(found)
@@ -158,6 +137,7 @@ class ClearOrphan(planned.PlannedChange[Removal]):
 
     columns = ("Consumer", "Resource Providers", "Result")
     budgeted = True
+    nothing = "nothing to clear"
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
@@ -171,7 +151,7 @@ class ClearOrphan(planned.PlannedChange[Removal]):
 
     def make_plan(self, parsed_args: argparse.Namespace
                   ) -> planned.Plan[Removal]:
-        nova = _nova_side(self.client, parsed_args.nova_config)
+        nova = common.nova_side(self.client, parsed_args.nova_config)
         found = _gather(self.client, nova, parsed_args)
         if parsed_args.consumers:
             wanted = set(parsed_args.consumers)

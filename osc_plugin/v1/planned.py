@@ -27,7 +27,6 @@ from typing import NamedTuple
 from typing import TypeVar
 
 from osc_lib import exceptions
-from osc_lib.command import command
 
 from osc_plugin import client as drain_client_mod
 from osc_plugin.v1 import common
@@ -82,7 +81,7 @@ def add_change_options(
     parser.add_argument("--yes", action="store_true", help=yes_help)
 
 
-class PlannedChange(command.Lister, Generic[S]):
+class PlannedChange(common.Table, Generic[S]):
     """Shows its plan, asks, acts, and reports every failure at the end.
 
     A new changing command is one module with one subclass, and one entry
@@ -124,6 +123,8 @@ class PlannedChange(command.Lister, Generic[S]):
     #: Whether the command takes --max-fraction and checks ``Plan.budget``.
     #: The drain commands act only on what their command line names.
     budgeted: ClassVar[bool] = False
+    #: Said on stderr when the plan has no step to take.
+    nothing: ClassVar[str] = "nothing to do"
 
     failures: list[str]
 
@@ -179,12 +180,16 @@ class PlannedChange(command.Lister, Generic[S]):
     def confirm(self, parsed_args: argparse.Namespace, plan: Plan[S]) -> bool:
         """Print the notes and the plan on stderr; True to go ahead.
 
+        A plan without a step asks nothing; unless it has refusals, it says
+        ``nothing`` on stderr.
         A plan over its budget is refused (a dry run only says so).
         """
         lines = plan.shown
-        if not lines:
-            return False
         stderr = self.app.stderr
+        if not lines:
+            if not plan.failures:  # refusals say why instead
+                stderr.write(f"{self.nothing}\n")
+            return False
         stderr.write("".join(f"Note: {note}\n" for note in plan.notes))
         stderr.write("Plan:\n" + "".join(f"  {line}\n" for line in lines))
         stderr.flush()

@@ -43,7 +43,8 @@ class Facts:
     """Everything ``stale`` needs, gathered in bulk (pages, not records)."""
 
     def __init__(self, client: drain_client.DrainClient,
-                 max_missing_fraction: float) -> None:
+                 max_missing_fraction: float,
+                 grace: int = stale.DEFAULT_GRACE) -> None:
         self.client = client
         self.max_missing_fraction = max_missing_fraction
         progress = common.Progress("reading provider allocations")
@@ -61,21 +62,14 @@ class Facts:
                 listed, {h.uuid: h for h in self.hypervisors}, marked)
             compute = {t.root for t in trees.values() if not t.recorded}
             names = {t.root: t.node for t in trees.values()}
-            # After Nova's records: Nova learns nodes only from Ironic.
-            ironic_nodes = None
             #: The Ironic listing's verdict; None without Ironic.
-            self.verdict: decisions.ListingVerdict | None = None
-            if client.has_ironic():
-                ironic_nodes = {n.uuid: n for n in client.ironic.list_nodes(1000)}
-                self.verdict = stale.judge_listing(
-                    [h.facts for h in self.hypervisors], ironic_nodes,
-                    max_missing_fraction)
-                if not self.verdict.trusted:
-                    ironic_nodes = None
+            self.verdict: decisions.ListingVerdict | None
+            ironic_nodes, self.verdict = common.ironic_listing(
+                client, self.hypervisors, max_missing_fraction)
             now = datetime.datetime.now(datetime.timezone.utc)
             records = stale.find_stale(self.hypervisors, services, providers,
                                        compute, ironic_nodes, self.servers, now,
-                                       names)
+                                       names, grace)
             stale_rps = [r.uuid for r in records if r.uuid in providers]
             self.allocations = orphans.read_allocations(
                 client.placement, stale_rps, progress)
@@ -108,6 +102,16 @@ class Facts:
                 for rp, consumers in self.allocations.items()}
 
 
+def add_grace_option(parser: argparse.ArgumentParser) -> None:
+    """``--grace``: how long a down nova-compute may be rebooting."""
+    parser.add_argument(
+        "--grace", metavar="<seconds>", type=common.int_arg("--grace", 0),
+        default=stale.DEFAULT_GRACE,
+        help="leave alone a nova-compute that has been down (not forced "
+             "down) for less than this since it was last seen: it may be "
+             f"rebooting (default {stale.DEFAULT_GRACE}; 0: none)")
+
+
 def _row(r: stale.StaleRecord) -> tuple[Any, ...]:
     return (r.uuid, r.kind, r.host, r.node, r.hypervisor_type or "",
             decisions.summarize(r.reasons), ",".join(sorted(r.codes)),
@@ -117,8 +121,11 @@ def _row(r: stale.StaleRecord) -> tuple[Any, ...]:
 class ListStale(common.DrainLister):
     """List compute nodes and resource providers no live reporter backs.
 
-    A record is stale when its nova-compute service is down, with the last
-    heartbeat shown (service_down), or forced down (service_forced_down);
+    A record is stale when its nova-compute service has been down for
+    --grace seconds or more, with the last heartbeat shown (service_down),
+    or is forced down (service_forced_down); a host that still has servers
+    is shown with them as service_down_with_servers instead, which 'stale
+    clear' refuses;
     when its node is missing from Ironic (ironic_node_missing); when
     another record has the same node name (duplicate_node); or when it is
     a provider without a compute node (provider_without_node) or a compute
@@ -140,12 +147,13 @@ class ListStale(common.DrainLister):
         parser.add_argument("--reason", metavar="<reason>", choices=REASONS,
                             help="only the records with this code in their "
                                  "Reason Codes column")
+        add_grace_option(parser)
         common.add_missing_fraction_option(parser)
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
         facts = Facts(common.drain_client(self.app),
-                      parsed_args.max_missing_fraction)
+                      parsed_args.max_missing_fraction, parsed_args.grace)
         if facts.untrusted:
             self.app.stderr.write(
                 f"not reporting {decisions.ReasonCode.IRONIC_NODE_MISSING.value}"
@@ -180,6 +188,7 @@ class ClearStale(planned.PlannedChange[stale.Step]):
 
     columns = ("Step", "Target", "Result")
     budgeted = True
+    nothing = "nothing to clear"
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
@@ -194,12 +203,14 @@ class ClearStale(planned.PlannedChange[stale.Step]):
             "--nova-config", metavar="<path>", type=common.nova_config_arg,
             help="nova.conf of a controller; needed to remove a single "
                  "compute node record (there is no API for it)")
+        add_grace_option(parser)
         common.add_missing_fraction_option(parser)
         return parser
 
     def make_plan(self, parsed_args: argparse.Namespace
                   ) -> planned.Plan[stale.Step]:
-        facts = Facts(self.client, parsed_args.max_missing_fraction)
+        facts = Facts(self.client, parsed_args.max_missing_fraction,
+                      parsed_args.grace)
         if facts.untrusted:
             raise exceptions.CommandError(
                 f"refusing to clear anything: {facts.untrusted}")

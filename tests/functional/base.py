@@ -15,6 +15,7 @@
 Nova's real API, conductor, scheduler and placement (wsgi-intercept) run
 in-process with the fake virt driver (``nova/tests/functional``).
 """
+import datetime
 from typing import Any
 
 from nova import context as nova_context
@@ -43,6 +44,27 @@ def backdate_compute_node(context: Any, cn_id: int, when: Any) -> None:
     overwrites with now (``nova/db/main/api.py``)."""
     context.session.query(models.ComputeNode).filter_by(id=cn_id).update(
         {"updated_at": when}, synchronize_session=False)
+
+
+@db_api.pick_context_manager_writer
+def backdate_service(context: Any, service_id: int, when: Any) -> None:
+    """Set services.updated_at, which every save overwrites with now
+    (nova/db/main/api.py service_update), as backdate_compute_node does
+    for compute nodes."""
+    context.session.query(models.Service).filter_by(id=service_id).update(
+        {"updated_at": when}, synchronize_session=False)
+
+
+def age_service(context: Any, host: str, ago: datetime.timedelta) -> None:
+    """Make host's nova-compute last seen ``ago``: its heartbeat
+    (last_seen_up) and updated_at, the time the API shows
+    (nova/servicegroup/drivers/db.py updated_time) and the CLI's grace
+    counts from."""
+    when = datetime.datetime.now(datetime.timezone.utc) - ago
+    service = objects.Service.get_by_compute_host(context, host)
+    service.last_seen_up = when
+    service.save()
+    backdate_service(context, service.id, when.replace(tzinfo=None))
 
 
 class DrainTestBase(integrated_helpers._IntegratedTestBase):

@@ -123,7 +123,12 @@ class LifecycleTest(HostDrainTestBase):
                           objects.HostMapping.get_by_host, self.ctxt, "host1")
         self.assertEqual([], self.admin_api.api_get(
             f"/os-aggregates/{agg}").body["aggregate"]["hosts"])
-        self.assertEqual("Released", self.show("host1")["host1"]["Phase"])
+        # Nova left nothing of host1: show cannot tell it from a typo and
+        # says so, as start would, instead of claiming Released.
+        gone = self.cli("drain", "host", "show", "host1")
+        self.assertEqual((1, ["host1: no compute service (unknown host, or "
+                              "released)"]),
+                         (gone.rc, gone.stderr.strip().splitlines()))
         second = self.change("finish", "host1")
         self.assertEqual([("host1", "nothing to do", "already released")],
                          [(r["Host"], r["Step"], r["Result"])
@@ -179,12 +184,32 @@ class StartRollbackTest(HostDrainTestBase):
                 self.service(host)["disabled_reason"]), host)
             self.assertFalse(self.marked(host), host)
 
-    def test_unknown_host(self) -> None:
+    def test_unknown_host_and_non_admin_roles(self) -> None:
         run = self.change("start", "host1", "nosuch", "host2", "--reason",
                           "x", rc=1)
         self.assertEqual(
             ["nothing changed: nosuch: no compute service (unknown host, or "
              "released)"], run.stderr.strip().splitlines())
+        self.assert_untouched()
+        # A member or a reader: Nova's own 403, naming its policy, in one
+        # line with the role the commands need; exit 1; nothing changes.
+        for roles, argv in (("member,reader", ("host", "start", "host1",
+                                               "--reason", "x", "--yes")),
+                            ("reader", ("stale", "list"))):
+            auth = cli_harness.HarnessAuth(
+                self.cli_endpoints(), user="demo", roles=roles,
+                project=self.api_fixture.project_id)
+            refused = self.cli("drain", *argv, auth=auth)
+            [line] = refused.stderr.strip().splitlines()
+            self.assertEqual(1, refused.rc, refused)
+            # The first read refused: os-services for host start,
+            # os-hypervisors for stale list.
+            self.assertRegex(line, r"^nova GET /os-\S+: HTTP 403: Policy "
+                             r"doesn't allow os_compute_api:os-\S+ to be "
+                             r"performed\. \(request-id req-\S+\); ")
+            self.assertTrue(line.endswith(
+                "the drain commands need the admin role, project-scoped, "
+                "for Nova and placement"), line)
         self.assert_untouched()
 
     def test_conflict_on_the_third_hosts_trait_write(self) -> None:

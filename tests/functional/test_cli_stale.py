@@ -32,10 +32,7 @@ class StoppedServiceTest(cli_harness.CliTestBase):
     def stop(self, host: str) -> None:
         """Stop a compute and let its heartbeat age past service_down_time."""
         self.computes[host].stop()
-        service = objects.Service.get_by_compute_host(self.ctxt, host)
-        service.last_seen_up = (datetime.datetime.now(datetime.timezone.utc)
-                                - datetime.timedelta(hours=2))
-        service.save()
+        base.age_service(self.ctxt, host, datetime.timedelta(hours=2))
 
     def test_list_clear_and_refuse(self) -> None:
         busy = self._create_server(networks="none", host="host2")
@@ -50,6 +47,9 @@ class StoppedServiceTest(cli_harness.CliTestBase):
              "Reason Codes", "Instances", "Allocations"], list(rows[0]))
         self.assertIn("service down: last seen", by_host["host3"]["Reasons"])
         self.assertEqual("service_down", by_host["host3"]["Reason Codes"])
+        # host2 still has its server: not stale, and the list says why.
+        self.assertEqual("service_down_with_servers",
+                         by_host["host2"]["Reason Codes"])
         self.assertEqual((1, 1), (by_host["host2"]["Instances"],
                                   by_host["host2"]["Allocations"]))
         self.assertEqual(["host3"], [r["Host"] for r in self.cli_json(
@@ -78,9 +78,12 @@ class StoppedServiceTest(cli_harness.CliTestBase):
         self.assertIsNone(self._get_provider_uuid_by_host_or_none("host3"))
         self.assertEqual(busy["id"], self.api.get_server(busy["id"])["id"])
 
-        again = self.cli_json("drain", "stale", "clear", "--all", "--yes")
+        again = self.cli("drain", "stale", "clear", "--all", "--yes",
+                         "-f", "json")
+        self.assertEqual((0, "nothing to clear\n"), (again.rc, again.stderr))
         self.assertEqual([("skip", "service has 1 instance(s)")],
-                         [(r["Step"], r["Result"]) for r in again])
+                         [(r["Step"], r["Result"])
+                          for r in json.loads(again.stdout)])
 
     def test_provider_nova_leaves_behind_is_cleared_next(self) -> None:
         # An instance on host3 is deleted while placement is unreachable: its
@@ -230,7 +233,13 @@ class DuplicateAndProviderTest(cli_harness.CliTestBase,
                               version="1.14")
         self.assertEqual([], self.cli_json("drain", "stale", "list"))
         nothing = self.cli("drain", "stale", "clear", "--all", "--yes")
-        self.assertEqual((0, ""), (nothing.rc, nothing.stderr))
+        self.assertEqual((0, "nothing to clear\n"),
+                         (nothing.rc, nothing.stderr))
+        # An empty table still shows its header (cliff alone prints one
+        # blank line); json is [].
+        self.assertEqual("Step", nothing.stdout.split("|")[1].strip())
+        listed = self.cli("drain", "stale", "list")
+        self.assertIn("| Reason Codes |", listed.stdout)
 
     def test_bad_input(self) -> None:
         # Bad arguments exit 2 (argparse), as cli.rst says.

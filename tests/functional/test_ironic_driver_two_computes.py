@@ -33,6 +33,7 @@ from nova import objects
 from nova.virt.ironic import driver as ironic_driver
 from tooz import hashring
 
+from tests.functional import base
 from tests.functional import cli_harness
 from tests.functional import ironic_driver_base as idb
 
@@ -113,10 +114,7 @@ class TakeoverTest(cli_harness.CliTestBase, idb.IronicDriverTestBase):
         """Stop a compute; its heartbeat ages past service_down_time."""
         self.computes[host].stop()
         self.stopped.add(host)
-        service = objects.Service.get_by_compute_host(self.ctxt, host)
-        service.last_seen_up = (datetime.datetime.now(datetime.timezone.utc)
-                                - datetime.timedelta(hours=1))
-        service.save()
+        base.age_service(self.ctxt, host, datetime.timedelta(hours=1))
 
     def test_survivor_takes_the_free_nodes(self) -> None:
         owners = self.owners()
@@ -155,7 +153,7 @@ class TakeoverTest(cli_harness.CliTestBase, idb.IronicDriverTestBase):
         reported = sorted((r["Kind"], r["Host"], self.by_uuid[r["Node"]],
                            r["Reason Codes"], r["Instances"]) for r in rows)
         self.assertEqual([("compute_node", "bm-2", busy_node["bm-2"],
-                           "service_down", 1)], reported)
+                           "service_down_with_servers", 1)], reported)
         clear = self.cli("drain", "stale", "clear", "--all", "--yes",
                          "-f", "json")
         self.assertEqual(0, clear.rc, clear)

@@ -11,6 +11,7 @@
 # under the License.
 
 """DisabledServiceFilter inside Nova's real scheduler."""
+import fixtures
 from nova import objects
 
 from tests.functional import base
@@ -21,18 +22,27 @@ class DisabledServiceTest(base.DrainTestBase):
 
     def test_disabled_then_enabled_via_api(self) -> None:
         # The API path: nova-compute also sets COMPUTE_STATUS_DISABLED, so
-        # Nova's own pre-filter hides host1 from placement.
+        # Nova's own pre-filter hides host1 from placement; the summary line
+        # says so (read every request here, not every 60 s).
+        self.useFixture(fixtures.MockPatch(
+            "nova_drain_filters.status_hidden.REFRESH_SECONDS", 0.0))
         host1, host2 = self.service_id("host1"), self.service_id("host2")
         self.admin_api.put_service(
             host1, {"status": "disabled", "disabled_reason": "drain: rack 7"})
         for _ in range(3):
             self.assertEqual("host2", self.host_of(self.boot()))
+        self.assertIn("Nova's compute_status_filter forbade "
+                      "COMPUTE_STATUS_DISABLED, hiding 1 disabled compute "
+                      "node(s): host1 (placement read 0s ago)",
+                      self.summary_lines()[-1])
 
         self.admin_api.put_service(host1, {"status": "enabled"})
         self.admin_api.put_service(
             host2, {"status": "disabled", "disabled_reason": "drain: rack 9"})
         for _ in range(3):
             self.assertEqual("host1", self.host_of(self.boot()))
+        self.assertIn("hiding 1 disabled compute node(s): host2",
+                      self.summary_lines()[-1])
 
     def test_disabled_while_compute_unreachable(self) -> None:
         # When nova-compute cannot be told, the service is disabled in the

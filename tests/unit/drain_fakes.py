@@ -140,8 +140,15 @@ class FakeAllocations(_Recorder):
         self.allocations = {rp: dict(c) for rp, c in (allocations or {}).items()}
         self.consumers = dict(consumers or {})
         self.compute = set(compute)
+        #: {trait: the providers carrying it}, COMPUTE_NODE aside.
+        self.traits: dict[str, set[str]] = {}
         #: The consumer generation each delete was guarded by.
         self.generations: list[Any] = []
+
+    def existing_traits(self, names: Iterable[str]) -> set[str]:
+        """Placement knows COMPUTE_NODE and the traits some provider has."""
+        self._call("existing_traits", tuple(sorted(names)))
+        return set(names) & ({"COMPUTE_NODE"} | set(self.traits))
 
     def providers(self, required: str | None = None) -> list[dict[str, Any]]:
         self._call("providers", required)
@@ -149,7 +156,8 @@ class FakeAllocations(_Recorder):
                  "name": self.names.get(rp, rp)}
                 for rp, root in sorted(self.provider_roots.items())
                 if required is None or (required == "COMPUTE_NODE"
-                                        and rp in self.compute)]
+                                        and rp in self.compute)
+                or rp in self.traits.get(required, ())]
 
     def provider_allocations(self, rp: str) -> dict[str, dict[str, int]]:
         self._call("provider_allocations", rp)

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
+from collections.abc import Sequence
 from typing import Any
 
 from nova_drain_filters import decisions
@@ -54,7 +55,8 @@ class FakeIronicClient:
         self.entered = threading.Event()
         self.hook: Callable[[], object] | None = None
 
-    def list_nodes(self, page_size: int) -> list[decisions.IronicNodeFacts]:
+    def list_nodes(self, page_size: int, extra_fields: Sequence[str] = ()
+                   ) -> list[decisions.IronicNodeFacts]:
         self.page_sizes.append(page_size)
         self.requests += self.pages
         if self.hook is not None:

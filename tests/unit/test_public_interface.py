@@ -70,6 +70,7 @@ COMMANDS = {
     "drain_node_start": "osc_plugin.v1.node:StartNode",
     "drain_node_show": "osc_plugin.v1.node:ShowNode",
     "drain_node_cancel": "osc_plugin.v1.node:CancelNode",
+    "drain_report": "osc_plugin.v1.report:ReportCapacity",
 }
 
 def entry_points(group: str) -> dict[str, metadata.EntryPoint]:

@@ -13,6 +13,7 @@
 import os
 import sys
 import threading
+import types
 from typing import Any
 from unittest import mock
 
@@ -26,6 +27,7 @@ from oslo_config import fixture as config_fixture
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import filters as drain_filters
 from nova_drain_filters import request_filter
+from nova_drain_filters import status_hidden
 from nova_drain_filters import traits
 from nova_drain_filters.clients import placement
 from nova_drain_filters.filters import summary
@@ -332,6 +334,12 @@ class PrefilterTestCase(testtools.TestCase):
         self.useFixture(fixtures.MockPatchObject(
             request_filter, "_recorder",
             lambda spec, note: self.notes.append((spec, note))))
+        #: Root providers placement says carry COMPUTE_STATUS_DISABLED.
+        self.disabled: list[str] = []
+        self.useFixture(fixtures.MockPatchObject(
+            request_filter, "_hidden", status_hidden.HiddenNodes(
+                lambda: types.SimpleNamespace(
+                    roots_with_trait=lambda name, rid=None: self.disabled))))
 
 
 class TestDrainTraitsFilter(PrefilterTestCase):
@@ -342,6 +350,21 @@ class TestDrainTraitsFilter(PrefilterTestCase):
         self.assertEqual({"COMPUTE_STATUS_DISABLED",
                           *traits.DEFAULT_FORBIDDEN},
                          set(spec.root_forbidden))
+
+    def test_notes_what_novas_own_disabled_trait_hid(self) -> None:
+        self.disabled = ["host2"]
+        spec = objects.RequestSpec()
+        request_filter.drain_traits_filter(None, spec)
+        self.assertIsNone(self.notes[-1][1].hidden)  # not forbidden here
+        spec.root_forbidden.add("COMPUTE_STATUS_DISABLED")
+        request_filter.drain_traits_filter(None, spec)
+        note = self.notes[-1][1]
+        self.assertTrue(note.notable and note.hides and not note.degraded)
+        self.assertEqual(
+            "pre-filter forbade " + ", ".join(sorted(traits.DEFAULT_FORBIDDEN))
+            + "; Nova's compute_status_filter forbade COMPUTE_STATUS_DISABLED,"
+            " hiding 1 disabled compute node(s): host2 (placement read 0s"
+            " ago)", str(note))
 
     def test_configured_traits(self) -> None:
         self.conf.config(group="drain_filters", forbidden_traits=[A])

@@ -29,12 +29,12 @@ NOW = datetime.datetime(2024, 5, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
 
 def find(hvs: list[compute.Hypervisor], services: Iterable[compute.Service] = (),
          providers: Iterable[str] | None = None, compute: Iterable[str] = (),
-         ironic: Any = None, servers: Iterable[compute.Server] = ()
-         ) -> list[stale.StaleRecord]:
+         ironic: Any = None, servers: Iterable[compute.Server] = (),
+         grace: int = 0) -> list[stale.StaleRecord]:
     if providers is None:
         providers = [h.uuid for h in hvs]
     return stale.find_stale(hvs, services, providers, compute, ironic,
-                            servers, NOW)
+                            servers, NOW, grace=grace)
 
 
 def codes(records: list[stale.StaleRecord]) -> dict[str, list[RC]]:
@@ -64,6 +64,34 @@ class TestFindStale(testtools.TestCase):
                          (found.kind, found.uuid, found.host, found.node,
                           found.hypervisor_type, found.service_id))
         self.assertEqual({"service_down"}, found.codes)
+
+    def test_service_down_within_grace_is_not_stale(self) -> None:
+        # Down 600 s ago: with a grace of 601 s it may be rebooting.
+        down = [df.service("c1", "down",
+                           updated_at="2024-05-01T11:50:00.000000")]
+        self.assertEqual([], find([df.hv("u1")], down, grace=601))
+        self.assertEqual({"u1": [RC.SERVICE_DOWN]},
+                         codes(find([df.hv("u1")], down, grace=600)))
+        # A forced down service is down now: no grace.
+        forced = [df.service("c1", "down", True,
+                             updated_at="2024-05-01T11:59:59.000000")]
+        self.assertEqual({"u1": [RC.SERVICE_FORCED_DOWN]},
+                         codes(find([df.hv("u1")], forced, grace=600)))
+
+    def test_down_host_with_servers_says_so_on_every_node(self) -> None:
+        # Two nodes of host c1, one server on n2: the host is not stale,
+        # and no node of it invites a clear.
+        hvs = [df.hv("u1", "n1"), df.hv("u2", "n2")]
+        found = find(hvs, [df.service("c1", "down")],
+                     servers=[df.server("s1", node="n2")])
+        self.assertEqual({"u1": [RC.SERVICE_DOWN_WITH_SERVERS],
+                          "u2": [RC.SERVICE_DOWN_WITH_SERVERS]}, codes(found))
+        self.assertEqual("service down with servers: 1 server(s) on the "
+                         "host; service down: never seen",
+                         decisions.summarize(found[0].reasons))
+        steps = stale.plan_clear(found, hvs, {})
+        self.assertEqual([(Action.SKIP, "c1", "service has 1 instance(s)")],
+                         [(s.action, s.target, s.detail) for s in steps])
 
     def test_service_down_never_seen(self) -> None:
         [found] = find([df.hv("u1")], [df.service("c1", "down")])

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""How many requests ``openstack drain orphan list`` and ``stale list`` send.
+"""How many requests ``openstack drain orphan list``, ``stale list`` and
+``report`` send.
 
 Inside Nova's in-process harness (real API, conductor, scheduler and
 placement; fake virt driver ``fake.FakeDriver``) it builds a cloud of N
@@ -20,10 +21,12 @@ deleted while the allocation removal fails, as when placement is unreachable
 at that moment) and forces one host down (S = 1 stale compute node). Then it
 runs the real ``openstack`` shell in-process (``tests/functional/
 cli_harness.py``) and counts the requests each command sends by wrapping
-``nova_drain_filters.clients.http.ServiceClient.request`` for the duration of the
-run, per service. Each figure is compared with the formula::
+``nova_drain_filters.clients.http.ServiceClient._send``, which every request
+goes through (the version check included), for the duration of the run, per
+service. Each figure is compared with the formula::
 
     nova pages(n) = n // page size + 1   (a full page has a "next" link)
+    every command  1 version document per service it talks to
     orphan list   nova:      pages(N) + pages(servers) + pages(migrations)
                   placement: 1 provider list + N allocation reads + K
                              consumer reads (one per orphaned consumer)
@@ -31,6 +34,10 @@ run, per service. Each figure is compared with the formula::
                              + pages(migrations)
                   placement: 2 provider lists + S allocation reads (one per
                              stale provider, none for a healthy one)
+    report        nova:      as stale list
+                  placement: 1 provider list + 1 trait check + 1 provider
+                             list per forbidden trait placement knows (T);
+                             nothing per host or provider
 
 Every cloud is measured with the real page size (1000) and with a page size
 of 10, which shows the server pages growing with servers. Two cross-checks
@@ -109,10 +116,13 @@ def report(run: Run, out: TextIO) -> list[str]:
             f"{m.naive:>5}  {m.client_requests:>6} {m.wire:>4}  "
             f"{m.found:>4} {m.seconds:>5.2f}{mark}")
     say()
-    say("Formula: nova pages(n) = n // page + 1 for hypervisors (N), servers "
-        "(M - K) and\nmigrations (0), plus 1 GET /os-services for stale list; "
-        "placement: orphan list\n1 provider list + N allocation reads + K "
-        "consumer reads, stale list 2 provider\nlists + S allocation reads.")
+    say("Formula: 1 version document per service, nova pages(n) = n // page "
+        "+ 1 for\nhypervisors (N), servers (M - K) and migrations (0), plus 1 "
+        "GET /os-services for\nstale list and report; placement: orphan "
+        "list 1 provider list + N allocation\nreads + K consumer reads, "
+        "stale list 2 provider lists + S allocation reads,\nreport 1 "
+        "provider list + 1 trait check + T provider lists (T known "
+        "forbidden\ntraits); the report's count does not grow with N.")
     for page_size in sorted({m.page_size for m in run.measures}, reverse=True):
         for command in (" ".join(c) for c in COMMANDS):
             by = _by(run.measures, command, page_size)

@@ -26,6 +26,7 @@ from typing import Any
 import fixtures
 from keystoneauth1 import session as ks_session
 
+from nova_drain_filters import traits
 from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import http
 from osc_plugin.v1 import common
@@ -44,7 +45,7 @@ SMALL_PAGE = 10
 #: Nova's own max_limit; compute.PAGE_SIZE asks for exactly this.
 REAL_PAGE = 1000
 SERVICES = ("nova", "placement", "ironic")
-COMMANDS = (("orphan", "list"), ("stale", "list"))
+COMMANDS = (("orphan", "list"), ("stale", "list"), ("report",))
 
 
 def pages(items: int, page_size: int) -> int:
@@ -61,6 +62,9 @@ class Cloud:
     orphans: int
     stale: int
     migrations: int = 0
+    #: Of traits.DEFAULT_FORBIDDEN, how many placement knows (the report
+    #: lists the providers of each).
+    known_traits: int = 0
 
     @property
     def servers(self) -> int:
@@ -70,13 +74,21 @@ class Cloud:
 
 def predict(command: str, cloud: Cloud, page_size: int) -> dict[str, int]:
     """Requests per service the formula gives for one command."""
-    nova = (pages(cloud.providers, page_size) + pages(cloud.servers, page_size)
+    # Each client reads its service's version document once
+    # (ServiceClient.check_microversion) before its first request.
+    version = 1
+    nova = (version + pages(cloud.providers, page_size)
+            + pages(cloud.servers, page_size)
             + pages(cloud.migrations, page_size))
     if command == "orphan list":
-        placement = 1 + cloud.providers + cloud.orphans
-    else:
+        placement = version + 1 + cloud.providers + cloud.orphans
+    elif command == "stale list":
         nova += 1  # GET /os-services (not paginated)
-        placement = 2 + cloud.stale
+        placement = version + 2 + cloud.stale
+    else:
+        nova += 1
+        # The provider list, one trait check, a list per known trait.
+        placement = version + 2 + cloud.known_traits
     return {"nova": nova, "placement": placement, "ironic": 0}
 
 
@@ -112,6 +124,9 @@ class Measure:
 
     @property
     def expected_found(self) -> int:
+        if self.command == "report":
+            # A row per stale (forced down) host's reason, Schedulable, Total.
+            return self.cloud.stale + 2
         return (self.cloud.orphans if self.command == "orphan list"
                 else self.cloud.stale)
 
@@ -130,7 +145,7 @@ class Measure:
                          f"{self.client_requests}, counted {self.total}")
         if self.wire != self.total:
             found.append(f"{where}: the CLI session sent {self.wire} HTTP "
-                         f"requests, ServiceClient.request counted {self.total}")
+                         f"requests, ServiceClient._send counted {self.total}")
         if self.found != self.expected_found:
             found.append(f"{where}: listed {self.found} rows, expected "
                          f"{self.expected_found}")
@@ -156,7 +171,11 @@ class Counter:
         self.clients: dict[int, Any] = {}
 
     def counting_request(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        """Wrap ``ServiceClient.request``: one count per call, per service."""
+        """Wrap ``ServiceClient._send``: one count per request, per service.
+
+        ``_send`` is where every request goes, the version check
+        (``check_microversion``) included; ``request`` is not.
+        """
         def request(client: Any, *args: Any, **kwargs: Any) -> Any:
             with self.lock:  # allocation reads run on a thread pool
                 self.by_service[client.service] += 1
@@ -220,12 +239,19 @@ class BenchCliRequests(cli_harness.CliTestBase):
                     self.admin_api.put_service_force_down(
                         self.service_id(host), True)
                 stale = STALE
-            cloud = Cloud(self.providers, allocations, orphans, stale)
+            cloud = Cloud(self.providers, allocations, orphans, stale,
+                          known_traits=self.known_traits())
             self.check_cloud(cloud)
             for page_size in (compute.PAGE_SIZE, SMALL_PAGE):
                 for command in COMMANDS:
                     self.results.measures.append(
                         self.measure(command, cloud, page_size))
+
+    def known_traits(self) -> int:
+        """How many of the pre-filter's forbidden traits placement knows."""
+        names = ",".join(traits.DEFAULT_FORBIDDEN)
+        return len(self.placement.get(f"/traits?name=in:{names}",
+                                      version="1.6").body["traits"])
 
     def boot_many(self, count: int) -> None:
         """Boot ``count`` servers in one multi-create request."""
@@ -274,8 +300,8 @@ class BenchCliRequests(cli_harness.CliTestBase):
             stack.enter_context(fixtures.MonkeyPatch(
                 "nova_drain_filters.clients.compute.PAGE_SIZE", page_size))
             stack.enter_context(fixtures.MonkeyPatch(
-                "nova_drain_filters.clients.http.ServiceClient.request",
-                counter.counting_request(http.ServiceClient.request)))
+                "nova_drain_filters.clients.http.ServiceClient._send",
+                counter.counting_request(http.ServiceClient._send)))
             stack.enter_context(fixtures.MonkeyPatch(
                 "keystoneauth1.session.Session.request",
                 counter.counting_session(ks_session.Session.request,

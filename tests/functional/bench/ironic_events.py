@@ -47,15 +47,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import FrameType
 from typing import Any
-from typing import NoReturn
 
 from oslo_config import cfg
 
-from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import ironic_view
+from tests.functional.bench import events_common
 from tests.functional.bench import ironic_refresh as refresh_bench
+from tests.functional.bench.events_common import RECONCILE
+from tests.functional.bench.events_common import configure
+from tests.functional.bench.events_common import percentile
+from tests.functional.bench.events_common import ready
+from tests.functional.bench.events_common import requests_sent
+from tests.functional.bench.events_common import wait
 from tests.functional.services import rabbitmq_server
 
 #: This module, as ``python -m`` runs it: each worker is one more run of it.
@@ -68,54 +72,13 @@ CONF = cfg.CONF
 #: sets OS_NOVA_DISABLE_EVENTLET_PATCHING=true for a module that says this, so
 #: that importing tests.functional does not monkey-patch eventlet.
 EVENTLET = False
-_PARSED: list[bool] = []
-RECONCILE = 600
 TICK = 0.002
-
-
-def configure(mode: str, transport_url: str, interval: int) -> None:
-    """nova.conf as an operator sets it for one mode."""
-    drain_conf.register_opts(CONF)
-    if not _PARSED:
-        CONF([], project="nova")
-        _PARSED.append(True)
-    events = mode == "events"
-    CONF.set_override("baremetal_notifications", events, "drain_filters")
-    CONF.set_override("baremetal_notifications_url", transport_url,
-                      "drain_filters")
-    CONF.set_override("baremetal_refresh_interval",
-                      RECONCILE if events else interval, "drain_filters")
-    CONF.set_override("baremetal_max_snapshot_age", 2 * RECONCILE,
-                      "drain_filters")
 
 
 def start_view(url: str) -> ironic_view.IronicView:
     view = ironic_view.IronicView(lambda: refresh_bench.ironic_client(url))
     view.ensure_running()
     return view
-
-
-def wait(check: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{what}: not within {timeout:.0f} s")
-        time.sleep(0.01)
-
-
-def ready(view: ironic_view.IronicView) -> bool:
-    events = view._events
-    if events is not None and not events.settled:
-        return False
-    return view.trusted() is not None
-
-
-def requests_sent(view: ironic_view.IronicView) -> int:
-    total = view._client.requests if view._client else 0
-    events = view._events
-    if events is not None and events._client is not None:
-        total += events._client.requests
-    return total
 
 
 # a scheduler process -------------------------------------------------------
@@ -211,11 +174,6 @@ def toggle(client: Any, view: ironic_view.IronicView, node: str,
             raise RuntimeError(f"view did not see {node} change in "
                                f"{timeout:.0f} s")
         time.sleep(TICK)
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 def latency(srv: Any, url: str, transport_url: str, nodes: list[str],
@@ -333,10 +291,6 @@ def report(nodes: int, lat: dict[str, Any], rows: list[dict[str, Any]],
                     for r in rows if r["mode"] == "events") + ").")
 
 
-def _terminate(signum: int, _frame: FrameType | None) -> NoReturn:
-    raise SystemExit(128 + signum)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     add = parser.add_argument
@@ -367,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--child"]:
         return child(argv[1], argv[2], argv[3], int(argv[4]))
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGTERM, events_common.terminate)
     srv = refresh_bench.load_ironic_server()
     broker = rabbitmq_server.RabbitMQServer()
     server = None

@@ -13,9 +13,15 @@
 """The scheduler's select_destinations with the drain filters, against Nova's.
 
 Inside Nova's in-process harness (real scheduler, conductor, API, placement
-and database) one nova-compute reports ``--nodes`` Ironic-like compute nodes
+and database) one nova-compute makes two Ironic-like compute nodes
 (``tests/functional/fake_ironic_driver.py``: hypervisor type ``ironic``,
-node name = Ironic node UUID). The scheduler's Ironic view holds a full
+node name = Ironic node UUID), one server is booted and deleted on one of
+them for the request spec, and the other ``--nodes`` - 2 nodes are copies
+of the other one's compute node and provider records, inserted in bulk
+(``tests/functional/bench/node_clones.py``): Nova's resource tracker
+makes one node at a time, 251 s for 1,000 under load. The bench asserts
+once that a copy is what the tracker makes: run over one copy, it changes
+nothing but ``updated_at``. The scheduler's Ironic view holds a full
 snapshot of the same nodes, from an in-memory listing (the bench measures
 the scheduler, not Ironic): all available, or with ``--unusable 0.1``
 every tenth in maintenance (issue 23's mode, at ``--nodes 1000`` and
@@ -41,12 +47,14 @@ A call in the drain configuration that chose an unusable node is an error.
 ``--profile`` writes cProfile stats of each configuration's calls.
 
 It prints figures and asserts nothing about time; it exits 1 if the harness
-failed or a call found no host.
+failed, a copied node differs from what Nova's resource tracker makes, or a
+call found no host.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import statistics
 import sys
 import time
@@ -65,6 +73,7 @@ from tests.functional import base
 from tests.functional import fake_ironic_driver
 from tests.functional import harness_run
 from tests.functional.bench import filters as bench_filters
+from tests.functional.bench import node_clones
 
 CONF = cfg.CONF
 NOVA_DEFAULT = ["ComputeFilter", "ComputeCapabilitiesFilter",
@@ -86,7 +95,9 @@ class Run:
     seconds: dict[str, list[float]] = dataclasses.field(
         default_factory=lambda: {"nova": [], "drain": []})
     candidates: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: The harness with one node, then the bulk copies of it.
     setup_seconds: float = 0.0
+    clone_seconds: float = 0.0
     stdlog: Any = None
     problems: list[str] = dataclasses.field(default_factory=list)
 
@@ -104,12 +115,16 @@ class BenchSelectDestinations(base.DrainTestBase):
     def setUp(self) -> None:
         run = self.results
         facts = bench_filters.make_nodes(run.nodes, run.unusable)
-        node_uuids = [node.uuid for node in facts]
         run.bad = {n.uuid for n in facts if decisions.baremetal_reasons(n)}
+        # The nodes the compute makes, usable: the boot lands on one, the
+        # other is the template (a node that never had a server: its
+        # compute node's stats hold no instance counters).
+        self.made = [n.uuid for n in facts if n.uuid not in run.bad][:2]
+        self.copies = [n.uuid for n in facts if n.uuid not in self.made]
         listing = bench_filters.Listing(facts)
         driver = fake_ironic_driver.FakeIronicDriver
         self.addCleanup(setattr, driver, "NODES", driver.NODES)
-        driver.NODES = node_uuids
+        driver.NODES = list(self.made)
         started = time.monotonic()
         try:
             super().setUp()
@@ -129,9 +144,9 @@ class BenchSelectDestinations(base.DrainTestBase):
         # for a call at this size; the bench measures, it does not time
         # out.
         self.flags(rpc_response_timeout=1800, long_rpc_timeout=1800)
-        # Setting up 1,000 nodes can outlast service_down_time, and the
-        # harness's services may not heartbeat meanwhile: ComputeFilter
-        # and DisabledServiceFilter would both see a down service.
+        # A long run can outlast service_down_time, and the harness's
+        # services may not heartbeat meanwhile: ComputeFilter and
+        # DisabledServiceFilter would both see a down service.
         self.flags(service_down_time=86400)
         # Every node reaches the filters (Nova's default is 1000).
         self.flags(max_placement_results=max(self.results.nodes, 1000),
@@ -150,6 +165,29 @@ class BenchSelectDestinations(base.DrainTestBase):
                           group="filter_scheduler")
         hm.enabled_filters = hm._choose_host_filters(filters)
 
+    def build_copies(self, ctxt: Any, template_uuid: str) -> None:
+        """The other nodes, copied from ``template_uuid``, then one checked
+        against Nova's resource tracker."""
+        run = self.results
+        started = time.monotonic()
+        node_clones.clone(ctxt, template_uuid, self.copies)
+        run.clone_seconds = time.monotonic() - started
+        if not self.copies:
+            return
+        sample = self.copies[-1]
+        template = node_clones.records(ctxt, self.placement, template_uuid)
+        copy = node_clones.records(ctxt, self.placement, sample)
+        run.problems.extend(
+            f"copy differs from the template: {d}" for d in
+            node_clones.differences(template, copy,
+                                    node_clones.identity_ignored()))
+        run.problems.extend(
+            f"Nova's resource tracker changed a copy: {d}" for d in
+            node_clones.resource_tracker_changes(
+                self.computes["bm-compute"], ctxt, self.placement, sample))
+        if run.problems:
+            self.fail("; ".join(run.problems))
+
     def test_measure(self) -> None:
         run = self.results
         self.addCleanup(CONF.clear_override, "enabled_filters",
@@ -159,6 +197,8 @@ class BenchSelectDestinations(base.DrainTestBase):
         server = self.boot()
         spec = objects.RequestSpec.get_by_instance_uuid(ctxt, server["id"])
         self._delete_server(server)
+        used = server["OS-EXT-SRV-ATTR:hypervisor_hostname"]
+        self.build_copies(ctxt, next(n for n in self.made if n != used))
         # What the conductor sets before it calls the scheduler
         # (nova/conductor/manager.py: port resource requests).
         spec.requested_resources = []
@@ -215,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--unusable must be from 0 to 0.5")
 
     run = Run(args.nodes, args.repeat, args.unusable)
+    # A call takes about a minute at 10,000 nodes on a loaded machine:
+    # the harness's 600 s test timeout (harness_run) would end the run.
+    os.environ.setdefault("OS_TEST_TIMEOUT", "7200")
     if args.profile:
         import cProfile
         run.profiles = {"nova": cProfile.Profile(),
@@ -230,7 +273,10 @@ def main(argv: list[str] | None = None) -> int:
              else "all available")
     print(f"select_destinations at {args.nodes:,} compute nodes (Ironic, "
           f"{state}), median of {args.repeat} calls each, alternating; "
-          f"set-up {run.setup_seconds:.0f}s")
+          f"set-up {run.setup_seconds:.0f}s (harness, 2 nodes made by "
+          f"nova-compute) + {run.clone_seconds:.1f}s "
+          f"({args.nodes - 2:,} copies; one checked against Nova's "
+          f"resource tracker: unchanged)")
     print(f"{'configuration':<52} {'per call':>10} {'ratio':>7}")
     print(f"{'Nova default filters':<52} {nova * 1000:>8.1f}ms {1:>7.2f}")
     print(f"{'drain filters + Nova default filters + pre-filter':<52} "

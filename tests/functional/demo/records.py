@@ -20,11 +20,9 @@ import json
 from typing import Any
 
 import fixtures
-from nova import objects
-from nova.db.main import api as db_api
-from nova.db.main import models
 from oslo_utils import uuidutils
 
+from tests.functional import base
 from tests.functional import cli_harness
 from tests.functional import fake_ironic_driver
 
@@ -37,15 +35,6 @@ LOSE_ALLOCATIONS = ("nova.scheduler.client.report.SchedulerReportClient."
                     "delete_allocation_for_instance")
 
 
-@db_api.pick_context_manager_writer
-def backdate_service(context: Any, service_id: int, when: Any) -> None:
-    """Set services.updated_at, which every save overwrites with now
-    (nova/db/main/api.py service_update), as base.backdate_compute_node
-    does for compute nodes."""
-    context.session.query(models.Service).filter_by(id=service_id).update(
-        {"updated_at": when}, synchronize_session=False)
-
-
 class StaleAct(ActMixin, cli_harness.CliTestBase):
     """host3's nova-compute stops for good; a provider outlives its node."""
 
@@ -55,14 +44,7 @@ class StaleAct(ActMixin, cli_harness.CliTestBase):
     def stop(self, host: str) -> None:
         """Stop a compute; its heartbeat ages past service_down_time."""
         self.computes[host].stop()
-        when = (datetime.datetime.now(datetime.timezone.utc)
-                - datetime.timedelta(hours=2))
-        service = objects.Service.get_by_compute_host(self.ctxt, host)
-        service.last_seen_up = when
-        service.save()
-        # save() stamps updated_at with now, and the API reports updated_at
-        # as when the service was last seen: age that too.
-        backdate_service(self.ctxt, service.id, when.replace(tzinfo=None))
+        base.age_service(self.ctxt, host, datetime.timedelta(hours=2))
 
     def test_act(self) -> None:
         say, check = self.screen.say, self.screen.check
@@ -85,8 +67,8 @@ class StaleAct(ActMixin, cli_harness.CliTestBase):
         cleared = self.openstack("drain", "stale", "clear", "--all",
                                  "--max-fraction", "1", "--yes")
         check("deleted" in cleared.stdout, "stale clear deleted nothing")
-        after = self.openstack("drain", "stale", "list")
-        check(after.stdout.strip() == "", "stale records left after clear")
+        after = self.openstack("drain", "stale", "list", "-f", "json")
+        check(json.loads(after.stdout) == [], "stale records left after clear")
         hosts = sorted(s["host"] for s in self.admin_api.get_services(
             binary="nova-compute"))
         check(hosts == ["host1", "host2"], f"compute services left: {hosts}")
@@ -155,8 +137,8 @@ class OrphanAct(ActMixin, cli_harness.CliTestBase):
         check(doomed["id"] in listed.stdout and live["id"] not in
               listed.stdout, "orphan list did not show only doomed")
         self.openstack("drain", "orphan", "clear", "--yes")
-        after_list = self.openstack("drain", "orphan", "list")
-        check(after_list.stdout.strip() == "", "orphans left after clear")
+        after_list = self.openstack("drain", "orphan", "list", "-f", "json")
+        check(json.loads(after_list.stdout) == [], "orphans left after clear")
         say("Placement now holds:")
         after = self.show_allocations(names)
         check(doomed["id"] not in after, "doomed's allocation is still there")

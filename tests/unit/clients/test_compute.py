@@ -140,6 +140,19 @@ class TestRecords(NovaTestCase):
             three.host, three.hypervisor_hostname, three.service_id,
             three.hypervisor_type))
 
+    def test_hypervisor_totals(self) -> None:
+        # COMPUTE_VERSION is older than 2.88, which dropped these fields;
+        # Nova's Ironic driver reports 0, which is no inventory.
+        vm = dict(hv_body(HV1, "n1", htype="QEMU"), vcpus=8, memory_mb=4096,
+                  local_gb=100)
+        bm = dict(hv_body(HV2, "n2"), vcpus=0, memory_mb=0, local_gb=0)
+        self.mock.get(ENDPOINT + "/os-hypervisors/detail", **page(
+            "hypervisors", [vm, bm]))
+        one, two = self.client.hypervisors()
+        self.assertEqual(
+            (("VCPU", 8), ("MEMORY_MB", 4096), ("DISK_GB", 100)), one.totals)
+        self.assertEqual((), two.totals)
+
     def test_services(self) -> None:
         self.mock.get(ENDPOINT + "/os-services", json={"services": [
             {"id": SVC, "host": "c1", "state": "down", "status": "enabled",

@@ -68,6 +68,13 @@ class TestListNodes(IronicTestCase):
         # ironic answers 500 when allocation_uuid is named in fields.
         self.assertNotIn("allocation_uuid", fields)
 
+    def test_extra_fields_for_the_report(self) -> None:
+        self.serve([{"nodes": [{"uuid": "u1", "resource_class": "gold"}]}])
+        node, = self.client.list_nodes(10, ironic.REPORT_FIELDS)
+        self.assertEqual("gold", node.resource_class)
+        self.assertEqual(",".join(ironic.NODE_FIELDS + ("resource_class",)),
+                         self.sent()[0]["fields"])
+
     def test_pages_yielded_one_at_a_time(self) -> None:
         ids = uuids(3)
         self.serve([page(ids[0:2], True), page(ids[2:], False)])

@@ -22,6 +22,7 @@ from oslo_config import fixture as config_fixture
 import nova_drain_filters.filters  # noqa: F401  (fills OUR_FILTERS)
 from nova_drain_filters import decisions
 from nova_drain_filters import request_filter
+from nova_drain_filters import status_hidden
 from nova_drain_filters.filters import summary
 
 RC = decisions.ReasonCode
@@ -254,6 +255,19 @@ class TestPrefilterNote(testtools.TestCase):
         summary.record(SCNF, spec, 3, 3, {})
         self.assertNotIn("pre-filter", self.lines()[0])
         self.assertTrue(self.lines()[0].startswith("DEBUG "))
+
+    def test_nodes_hidden_by_nova_make_the_line_info(self) -> None:
+        spec = Spec()
+        summary.record_prefilter(spec, Outcome(
+            forbidden=ALL_FORBIDDEN.forbidden,
+            hidden=status_hidden.Hidden("compute_status_filter", ("host2",))))
+        summary.record(DSF, spec, 2, 2, {})
+        summary.record(SCNF, spec, 2, 2, {})
+        [line] = self.lines()
+        self.assertTrue(line.startswith("INFO "), line)
+        self.assertTrue(line.endswith(
+            "hiding 1 disabled compute node(s): host2 (placement read 0s "
+            "ago)"), line)
 
     def test_configured_empty_stays_debug(self) -> None:
         spec = Spec()

@@ -38,7 +38,9 @@ class TestScopeProblem(testtools.TestCase):
         problem = credentials.scope_problem(
             token(project="p1", roles=("admin", "reader")))
         self.assertIn("project p1 and roles ['admin', 'reader']", problem)
-        self.assertIn("system-scoped token with the reader role", problem)
+        self.assertIn("set [ironic] system_scope = all for a user with the "
+                      "reader role on the system", problem)
+        self.assertIn("rbac_service_role_elevated_access = true", problem)
 
     def test_system_scope_without_a_role(self) -> None:
         self.assertIn("system and roles []", credentials.scope_problem(

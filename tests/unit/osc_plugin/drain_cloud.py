@@ -14,6 +14,7 @@
 change what they answer when a command writes, and log every write."""
 import dataclasses
 from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any
 
 from nova_drain_filters import decisions
@@ -138,7 +139,8 @@ class Ironic:
         if name in self.errors:
             raise self.errors[name]
 
-    def list_nodes(self, page_size: int) -> list[decisions.IronicNodeFacts]:
+    def list_nodes(self, page_size: int, extra_fields: Sequence[str] = ()
+                   ) -> list[decisions.IronicNodeFacts]:
         self._call("list_nodes", page_size)
         return [dataclasses.replace(n, traits=frozenset(
             self.cloud.node_traits.get(n.uuid, ())))

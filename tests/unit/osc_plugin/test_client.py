@@ -134,10 +134,13 @@ class TestTokenScope(testtools.TestCase):
         scope = client.DrainClient(token(roles=("admin", "member"))
                                    ).token_scope()
         self.assertEqual(
-            "the token is scoped to project demo (roles: admin, member); by "
+            "the token is scoped to project demo (roles: admin, member) and "
+            "auth type none cannot ask for a system-scoped token; by "
             "Ironic's default policy it lists only the nodes that project "
-            "owns or leases: use a system-scoped token (--os-system-scope "
-            "all)", scope)
+            "owns or leases: give the user a role on the system ('openstack "
+            "role add --user USER --system all reader'), or the service role "
+            "in the service project with Ironic's [DEFAULT] "
+            "rbac_service_role_elevated_access = true", scope)
 
     def test_system_scope_or_service_role_sees_every_node(self) -> None:
         self.assertIsNone(client.DrainClient(

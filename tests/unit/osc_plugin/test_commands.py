@@ -164,13 +164,40 @@ class TestCommon(fakes.CommandTestCase):
                                    planned.Plan(lines=list(plan)))
         return result
 
+    def test_a_403_names_the_policy_and_the_role_it_needs(self) -> None:
+        def fail(service: str, status: int, message: str) -> None:
+            with common.api_errors():
+                raise http.error_type(status)(service, "GET", "/x", status,
+                                              message, "req-1")
+
+        exc = self.assertRaises(
+            exceptions.CommandError, fail, "nova", 403, "Policy doesn't "
+            "allow os_compute_api:os-services:list to be performed.")
+        self.assertEqual(
+            "nova GET /x: HTTP 403: Policy doesn't allow "
+            "os_compute_api:os-services:list to be performed. (request-id "
+            "req-1); the drain commands need the admin role, project-scoped, "
+            "for Nova and placement", str(exc))
+        exc = self.assertRaises(
+            exceptions.CommandError, fail, "ironic", 403, "Access was denied "
+            "to the following resource: baremetal:node:list_all")
+        self.assertIn("baremetal:node:list_all (request-id req-1); listing "
+                      "every Ironic node needs a system-scoped reader",
+                      str(exc))
+        self.assertIn("rbac_service_role_elevated_access", str(exc))
+        # Any other failure is the API's words alone.
+        exc = self.assertRaises(exceptions.CommandError, fail, "nova", 500,
+                                "boom")
+        self.assertEqual("nova GET /x: HTTP 500: boom (request-id req-1)",
+                         str(exc))
+
     def test_dry_run_prints_the_plan_and_stops(self) -> None:
         self.assertIs(False, self.confirm("--dry-run", "--yes"))
         self.assertEqual("Plan:\n  a\n  b\n", self.app.stderr.getvalue())
 
     def test_empty_plan_asks_nothing(self) -> None:
         self.assertIs(False, self.confirm("--yes", plan=()))
-        self.assertEqual("", self.app.stderr.getvalue())
+        self.assertEqual("nothing to clear\n", self.app.stderr.getvalue())
 
     def test_yes_goes_ahead_without_asking(self) -> None:
         self.assertIs(True, self.confirm("--yes"))
@@ -296,6 +323,18 @@ class TestExitCodes(fakes.CommandTestCase):
         self.assertEqual("a\n", self.app.stdout.getvalue())
         self.assertEqual(0, self.run_cmd(None))
 
+    def test_empty_table_prints_its_header(self) -> None:
+        # cliff prints one blank line for an empty table without
+        # --print-empty; ours print the header, and json stays [].
+        self.patch(Found, "rows", [])
+        cmd = self.command()
+        self.assertEqual(0, cmd.run(self.parse("-f", "table", cmd=cmd)))
+        self.assertEqual("+---+\n| X |\n+---+\n+---+\n",
+                         self.app.stdout.getvalue())
+        cmd = self.command()
+        self.assertEqual(0, cmd.run(self.parse("-f", "json", cmd=cmd)))
+        self.assertEqual("[]", self.app.stdout.getvalue().strip())
+
     def test_exit_code_when_nothing_found(self) -> None:
         self.patch(Found, "rows", [])
         self.assertEqual(0, self.run_cmd(None, "--exit-code"))
@@ -309,4 +348,4 @@ class TestExitCodes(fakes.CommandTestCase):
         self.assertEqual("row\n", self.app.stdout.getvalue())
         self.patch(Failing, "errors", [])
         self.assertEqual(0, self.run_cmd(None))
-        self.assertEqual("", self.app.stderr.getvalue())
+        self.assertEqual("nothing to do\n", self.app.stderr.getvalue())

@@ -76,9 +76,21 @@ class TestShowHost(HostCase):
         self.assertEqual(["rp-c1", "rp-c2"], sorted(
             c[0] for c in self.cloud.placement.called("provider_allocations")))
 
-    def test_released(self) -> None:
-        _, rows = self.take(self.cloud.client(), "gone")
-        self.assertEqual([("gone", "Released", 0, 0, 0, "", "")], rows)
+    def test_unknown_name_is_an_error_not_released(self) -> None:
+        # Nothing tells a typo from a cleanly released host: refused as
+        # 'start' refuses it, exit 1.
+        exc = self.assertRaises(exceptions.CommandError, self.take,
+                                self.cloud.client(), "c1", "nosuch")
+        self.assertEqual("nosuch: no compute service (unknown host, or "
+                         "released)", str(exc))
+
+    def test_released_while_nova_left_compute_nodes(self) -> None:
+        # finish deleted the service, but a compute node record stayed.
+        del self.cloud.services["c2"]
+        _, rows = self.take(self.cloud.client(), "c2")
+        self.assertEqual([("c2", "Released")], [r[:2] for r in rows])
+        _, rows = self.take(self.cloud.client())
+        self.assertIn(("c2", "Released"), [r[:2] for r in rows])
 
     def test_api_error(self) -> None:
         self.cloud.nova.errors["services"] = fakes.api_error(503, "nova")

@@ -242,4 +242,4 @@ class TestClearOrphan(fakes.CommandTestCase):
     def test_nothing_to_do(self) -> None:
         _, rows = self.take(fakes.FakeDrainClient(), "--yes")
         self.assertEqual([], rows)
-        self.assertEqual("", self.app.stderr.getvalue())
+        self.assertEqual("nothing to clear\n", self.app.stderr.getvalue())

@@ -118,7 +118,7 @@ class TestPlannedChange(fakes.CommandTestCase):
                                              rows=[("c", "nothing to do")]))
         _columns, rows = self.take(None)  # no terminal, no --yes: fine
         self.assertEqual([("c", "nothing to do")], rows)
-        self.assertEqual("", self.app.stderr.getvalue())
+        self.assertEqual("nothing to do\n", self.app.stderr.getvalue())
         self.assertEqual([], self.cmd.ran)
 
     def test_failures_of_plan_and_run_exit_1(self) -> None:

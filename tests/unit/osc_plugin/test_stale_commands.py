@@ -11,10 +11,13 @@
 # under the License.
 
 """``openstack drain stale list|clear`` against a fake cloud."""
+import datetime
+
 from osc_lib import exceptions
 
 from nova_drain_filters.clients import http
 from osc_plugin.v1 import stale
+from tests.unit import drain_fakes as df
 from tests.unit.osc_plugin import fakes
 from tests.unit.osc_plugin.fakes import DEAD
 from tests.unit.osc_plugin.fakes import NODE_DOWN
@@ -54,6 +57,27 @@ class TestListStale(fakes.CommandTestCase):
                          client.placement.called("providers"))
         self.assertEqual(sorted([NODE_GONE, NODE_DOWN, RP_ORPHAN]), sorted(
             c[0] for c in client.placement.called("provider_allocations")))
+
+    def test_grace_option(self) -> None:
+        self.assertEqual(600, self.parse().grace)
+        self.assertEqual(0, self.parse("--grace", "0").grace)
+        self.assertIn("--grace '-1': must be an integer of 0 or more",
+                      self.parse_error("--grace", "-1"))
+
+    def test_grace_reaches_the_decision(self) -> None:
+        # c2 went down 10 s ago (not forced): within the default grace it
+        # may be rebooting and is not listed; with --grace 0 it is.
+        client = fakes.stale_cloud()
+        ten_ago = (datetime.datetime.now(datetime.timezone.utc)
+                   - datetime.timedelta(seconds=10)).strftime(
+                       "%Y-%m-%dT%H:%M:%S.000000")
+        client.nova.service_list[1] = df.service(
+            "c2", "down", updated_at=ten_ago, uuid=fakes.SVC2)
+        _, rows = self.take(client)
+        self.assertNotIn(NODE_DOWN, [r[0] for r in rows])
+        _, rows = self.take(client, "--grace", "0")
+        self.assertEqual(["service_down"],
+                         [r[6] for r in rows if r[0] == NODE_DOWN])
 
     def test_untrusted_listing_reports_no_missing_node(self) -> None:
         # The token lists no node at all: NODE_GONE is not called missing,

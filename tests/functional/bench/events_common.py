@@ -1,0 +1,86 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What the event-mode benchmarks share: nova.conf, waiting, figures.
+
+A helper of ``ironic_events`` and ``ironic_storm`` (no ``__main__``): the
+options an operator sets for each mode, the wait for a view that listens
+and has listed, the requests a view sent, a percentile, and the SIGTERM
+handler that turns a kill into a clean stop of every process started.
+"""
+from __future__ import annotations
+
+import time
+from types import FrameType
+from typing import Any
+from typing import NoReturn
+
+from oslo_config import cfg
+
+from nova_drain_filters import conf as drain_conf
+from nova_drain_filters import ironic_view
+
+CONF = cfg.CONF
+#: Event mode lists Ironic this often (seconds): what it learns in between
+#: comes by notification.
+RECONCILE = 600
+_PARSED: list[bool] = []
+
+
+def configure(mode: str, transport_url: str, interval: int) -> None:
+    """nova.conf as an operator sets it for one mode."""
+    drain_conf.register_opts(CONF)
+    if not _PARSED:
+        CONF([], project="nova")
+        _PARSED.append(True)
+    events = mode == "events"
+    CONF.set_override("baremetal_notifications", events, "drain_filters")
+    CONF.set_override("baremetal_notifications_url", transport_url,
+                      "drain_filters")
+    CONF.set_override("baremetal_refresh_interval",
+                      RECONCILE if events else interval, "drain_filters")
+    CONF.set_override("baremetal_max_snapshot_age", 2 * RECONCILE,
+                      "drain_filters")
+
+
+def wait(check: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what}: not within {timeout:.0f} s")
+        time.sleep(0.01)
+
+
+def ready(view: ironic_view.IronicView) -> bool:
+    events = view._events
+    if events is not None and not events.settled:
+        return False
+    return view.trusted() is not None
+
+
+def requests_sent(view: ironic_view.IronicView) -> int:
+    total = view._client.requests if view._client else 0
+    events = view._events
+    if events is not None and events._client is not None:
+        total += events._client.requests
+    return total
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def terminate(signum: int, _frame: FrameType | None) -> NoReturn:
+    raise SystemExit(128 + signum)
+
+

@@ -1,0 +1,292 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Event storms: W listener processes under bursts and steady rates.
+
+Starts a private RabbitMQ broker and ``--workers`` scheduler-like
+processes (``storm_process``: the real view and listener, each on its own
+pool, over ``--nodes`` nodes), then publishes Ironic-shaped versioned
+notifications (``NodePayload`` 1.17 with every field the view reads, by
+oslo.messaging's ``messagingv2`` driver, to exchange ``ironic``, topic
+``ironic_versioned_notifications``, as Ironic does) straight into the
+broker: a quiet phase, bursts (``--bursts``, as fast as one publisher
+goes) and steady rates (``--rates`` events a second for ``--seconds``).
+Each event names a different node (none of the scheduler's candidates),
+so nothing coalesces while there are nodes enough. Per phase and
+process it prints events applied a second, the lag from publish to
+applied (median, p99, max), CPU, peak memory and the Ironic requests made;
+the first process also runs the drain filters as requests would, and the
+filters' time in each phase is printed beside the quiet phase's.
+
+Run from the repository root::
+
+    tools/bench.sh ironic_storm --nodes 50000 --workers 8
+
+It prints figures; it asserts nothing about time. Every process it starts
+is stopped by its PID at the end, also on an error or Ctrl-C.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import uuid as uuidlib
+from pathlib import Path
+from typing import Any
+
+import kombu
+
+from tests.functional.bench import events_common
+from tests.functional.bench import storm_process
+from tests.functional.services import rabbitmq_server
+
+MODULE = "tests.functional.bench.ironic_storm"
+REPO_ROOT = Path(__file__).resolve().parents[3]
+#: Run outside Nova's harness, on native threads as nova-scheduler runs (Nova
+#: 34's nova/cmd/scheduler.py patches with backend='threading'): tools/bench.sh
+#: sets OS_NOVA_DISABLE_EVENTLET_PATCHING=true for a module that says this.
+EVENTLET = False
+QUIET = 5.0
+
+
+class Worker:
+    """One listener process, spoken to by lines on stdin and stdout."""
+
+    def __init__(self, transport_url: str, nodes: int, scheduler: bool,
+                 ) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", MODULE, "--child", transport_url,
+             str(nodes), "1" if scheduler else "0"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, cwd=REPO_ROOT,
+            env=dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING="true"),
+            start_new_session=True)
+
+    def ask(self, line: str | None) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        if line is not None:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        answer = self.proc.stdout.readline()
+        if not answer:
+            raise RuntimeError(f"worker {self.proc.pid} exited")
+        return dict(json.loads(answer))
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.close()
+                self.proc.wait(10)
+            except (OSError, subprocess.TimeoutExpired):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+
+
+class Publisher:
+    """Ironic's notifications, straight into the broker with kombu.
+
+    The message is what oslo.messaging's ``messagingv2`` notifier sends
+    (oslo_messaging/notify/messaging.py, _drivers/amqpdriver.py ``_send``
+    and _drivers/common.py ``serialize_msg``): the notification as JSON in
+    an ``oslo.message`` envelope, published to Ironic's exchange (its
+    control exchange, ``ironic``) with the key ``<topic>.<priority>``
+    (_drivers/impl_rabbit.py ``notify_send``). oslo.messaging's own
+    notifier sends a few hundred a second here, too few for a storm.
+    """
+
+    def __init__(self, transport_url: str) -> None:
+        self.conn = kombu.Connection(
+            transport_url.replace("rabbit://", "amqp://", 1))
+        self.exchange = kombu.Exchange("ironic", type="topic", durable=False,
+                                       auto_delete=False)
+        self.producer = self.conn.Producer(serializer="json")
+        self.declared = False
+
+    def info(self, event_type: str, body: dict[str, Any]) -> None:
+        message = {"message_id": str(uuidlib.uuid4()),
+                   "publisher_id": "ironic-conductor.bench",
+                   "event_type": event_type, "priority": "INFO",
+                   "payload": body, "timestamp": str(
+                       datetime.datetime.utcnow()),
+                   "_unique_id": uuidlib.uuid4().hex}
+        self.producer.publish(
+            {"oslo.version": "2.0", "oslo.message": json.dumps(message)},
+            exchange=self.exchange,
+            routing_key="ironic_versioned_notifications.info",
+            declare=[] if self.declared else [self.exchange])
+        self.declared = True
+
+    def close(self) -> None:
+        self.conn.release()
+
+
+def payload(node: str) -> dict[str, Any]:
+    """A node's NodePayload with the publish time in its reason."""
+    return {"ironic_object.name": "NodePayload",
+            "ironic_object.namespace": "ironic",
+            "ironic_object.version": "1.17",
+            "ironic_object.data": {
+                "uuid": node, "name": None, "provision_state": "available",
+                "power_state": "power off", "maintenance": True,
+                "maintenance_reason": f"{storm_process.STAMP}{time.time():.6f}",
+                "retired": False, "retired_reason": None, "fault": None,
+                "instance_uuid": None, "traits": []}}
+
+
+def publish(pub: Any, nodes: list[str], count: int, rate: float | None,
+            start: int) -> tuple[float, float]:
+    """``count`` events, one node each, at ``rate`` a second (None: at
+    once); the wall times of the first and the last."""
+    first = time.time()
+    began = time.monotonic()
+    for i in range(count):
+        if rate is not None:
+            ahead = began + i / rate - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)
+        node = nodes[(start + i) % len(nodes)]
+        pub.info("baremetal.node.maintenance_set.end", payload(node))
+    return first, time.time()
+
+
+def run_phase(pool: list[Worker], pub: Any, nodes: list[str], name: str,
+              count: int, rate: float | None, start: int,
+              drain_timeout: float) -> dict[str, Any]:
+    for worker in pool:
+        worker.ask(f"phase {name}")
+    if count:
+        first, last = publish(pub, nodes, count, rate, start)
+    else:
+        first = time.time()
+        time.sleep(QUIET)
+        last = time.time()
+    deadline = time.monotonic() + drain_timeout
+    while True:
+        reports = [w.ask("report") for w in pool]
+        if all(r["applied"] >= count for r in reports) or (
+                time.monotonic() > deadline):
+            break
+        time.sleep(0.5)
+    return {"name": name, "count": count, "rate": rate, "first": first,
+            "last": last, "reports": reports}
+
+
+def show(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    print(f"\nEvent storm: {args.nodes:,} nodes, W={args.workers} listener "
+          "processes, one node per event")
+    print(f"{'phase':>11} {'sent/s':>7} {'W#':>3} {'applied':>8} "
+          f"{'appl/s':>7} {'drain s':>8} {'lag med':>8} {'p99':>7} "
+          f"{'max':>7} {'CPU s':>6} {'RSS MB':>7} {'copies':>7} "
+          f"{'batches':>7} {'Ironic req':>10}")
+    for row in rows:
+        sent = row["last"] - row["first"]
+        sent_rate = row["count"] / sent if row["count"] and sent else 0
+        for n, rep in enumerate(row["reports"]):
+            drain = max(0.0, rep["last_applied"] - row["first"])
+            rate = rep["applied"] / drain if drain else 0
+            print(f"{row['name']:>11} {sent_rate:7.0f} {n:3d} "
+                  f"{rep['applied']:8d} {rate:7.0f} {drain:8.2f} "
+                  f"{rep['lag_median']:8.3f} {rep['lag_p99']:7.3f} "
+                  f"{rep['lag_max']:7.3f} {rep['cpu']:6.1f} "
+                  f"{rep['rss_mb']:7.0f} {rep['copies']:7d} "
+                  f"{rep['batches']:7d} {rep['requests']:10d}")
+    quiet = rows[0]["reports"][0]["sched"]
+    base = statistics.median(quiet) if quiet else 0.0
+    print(f"\nDrain filters' filter_all over {storm_process.CANDIDATES:,} "
+          "candidates in process 0 (median per run, ratio to quiet):")
+    for row in rows:
+        runs = row["reports"][0]["sched"]
+        if runs and base:
+            med = statistics.median(runs)
+            print(f"{row['name']:>11} {med * 1000:7.2f} ms {med / base:5.2f}x"
+                  f"  p90 {events_common.percentile(runs, .9) * 1000:6.2f} ms"
+                  f"  ({len(runs)} runs)")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    add = parser.add_argument
+    add("--nodes", type=int, default=2000)
+    add("--workers", type=int, default=8)
+    add("--bursts", default="1000,10000")
+    add("--rates", default="100,1000,5000")
+    add("--seconds", type=float, default=10.0, help="per steady rate")
+    add("--drain-timeout", type=float, default=120.0)
+    add("--profile", metavar="PREFIX", help="cProfile every thread of each "
+        "process to PREFIX.<pid>.txt")
+    args = parser.parse_args(argv)
+    try:
+        args.bursts = [int(b) for b in args.bursts.split(",") if b]
+        args.rates = [int(r) for r in args.rates.split(",") if r]
+        if args.profile:
+            os.environ["NDF_STORM_PROFILE"] = os.path.abspath(args.profile)
+    except ValueError:
+        parser.error("--bursts and --rates take integers, e.g. 1000,10000")
+    if args.nodes < 20 or args.workers < 1 or args.seconds <= 0:
+        parser.error("--nodes must be at least 20, --workers and --seconds "
+                     "positive")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        return storm_process.child(argv[1], int(argv[2]), argv[3] == "1")
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, events_common.terminate)
+    broker = rabbitmq_server.RabbitMQServer()
+    pool: list[Worker] = []
+    try:
+        broker.start()
+        print(f"broker at {broker.transport_url} (pid {broker.pid})",
+              flush=True)
+        pool = [Worker(broker.transport_url, args.nodes, n == 0)
+                for n in range(args.workers)]
+        for worker in pool:
+            worker.ask(None)  # ready: listening, listed
+        print(f"{args.workers} processes listening", flush=True)
+        pub = Publisher(broker.transport_url)
+        # The scheduler's candidates are the first nodes: events name the
+        # others, so that the filters' work is the same in every phase.
+        nodes = [str(uuidlib.UUID(int=i + 1)) for i in range(
+            min(storm_process.CANDIDATES, args.nodes // 2), args.nodes)]
+        plan: list[tuple[str, int, float | None]] = [("quiet", 0, None)]
+        plan += [(f"burst {b}", b, None) for b in args.bursts]
+        plan += [(f"{r}/s", int(r * args.seconds), float(r))
+                 for r in args.rates]
+        rows, start = [], 0
+        for name, count, rate in plan:
+            rows.append(run_phase(pool, pub, nodes, name, count, rate, start,
+                                  args.drain_timeout))
+            start += count
+            print(f"{name}: done", flush=True)
+        show(rows, args)
+        return 0
+    except (RuntimeError, OSError) as exc:
+        print(f"ERROR: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        for worker in pool:
+            worker.stop()
+        broker.stop()
+        print("workers and the broker stopped", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
