@@ -19,6 +19,9 @@ handler that turns a kill into a clean stop of every process started.
 """
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import time
 from types import FrameType
 from typing import Any
@@ -84,3 +87,15 @@ def terminate(signum: int, _frame: FrameType | None) -> NoReturn:
     raise SystemExit(128 + signum)
 
 
+def stop_worker(proc: subprocess.Popen[str]) -> None:
+    """End a benchmark's worker: close its stdin (its cue to exit), then,
+    if it is still there after 10 s, kill its process group."""
+    if proc.poll() is not None:
+        return
+    try:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(10)
+    except (OSError, subprocess.TimeoutExpired):
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)

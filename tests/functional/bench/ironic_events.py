@@ -125,14 +125,7 @@ class Worker:
         return self.read()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                assert self.proc.stdin is not None
-                self.proc.stdin.close()
-                self.proc.wait(10)
-            except (OSError, subprocess.TimeoutExpired):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
+        events_common.stop_worker(self.proc)
 
 
 # measurements --------------------------------------------------------------
