@@ -19,6 +19,8 @@
 #                   Nova (.venv-novaNN, built by tools/setup.sh), one summary
 #                   line per release, and the native-threads pass on each
 #                   in THREADING_RELEASES. This is what CI runs.
+#   --save-times    only write this checkout's recorded test durations
+#                   into tools/test-times.json (see below), after a run.
 # Other arguments go to stestr as a test filter. The last line is always
 # "N passed, N failed, N skipped" over everything that ran.
 set -uo pipefail
@@ -64,6 +66,23 @@ NEWEST_ONLY='^tests\.functional\.(test_ironic_driver_|test_demo\.|test_ironic_vi
 # through --nova-config (odd seeds): about six minutes less CI.
 OLDER_AUDIT_SEEDS=11,13,14,18
 SCHEDULER_SIDE='^tests\.(functional\.(test_baremetal_events|test_baremetal_scheduling|test_baremetal_startup|test_concurrency_mode|test_event_mode_config|test_ironic_events|test_ironic_view|test_prefilter|test_service_filters|test_stale_nodes)|unit\.(ironic_view\.(test_events|test_refresher|test_snapshot_batches|test_view|test_view_verdict)|test_snapshot_age))\.'
+
+if [ "${1:-}" = "--save-times" ]; then
+    # This checkout's recorded durations (a second or more) into
+    # tools/test-times.json, after a full run.
+    exec .venv/bin/python - <<'PY'
+import json
+from dbm import dumb
+from pathlib import Path
+with dumb.open(".stestr/times.dbm", "r") as db:
+    kept = {k.decode(): round(float(db[k]), 1) for k in db.keys()}
+kept = {k: v for k, v in sorted(kept.items())
+        if v >= 1.0 and k.startswith("tests.")}
+Path("tools/test-times.json").write_text(
+    json.dumps(kept, indent=0, sort_keys=True) + "\n")
+print(f"run-tests: {len(kept)} durations in tools/test-times.json")
+PY
+fi
 
 all_releases=0
 if [ "${1:-}" = "--all-releases" ]; then
@@ -155,6 +174,24 @@ rm -f "$sample"
 # and -E re-reads every page so none is skipped as unchanged.
 step .venv/bin/sphinx-build -W --keep-going -E -q -b html doc/source doc/build/html
 
+# stestr splits the tests between its workers by the durations it has
+# recorded (stestr/scheduler.py partition_tests, by class as .stestr.conf
+# groups them). A fresh clone has none and splits blindly: CI's Nova 34
+# stage once kept one worker busy 16 minutes and the other 12. So a clone
+# with no durations gets a CI run's, tools/test-times.json (made with
+# --save-times); they only steer the split, and a stale entry costs
+# balance, never a test.
+[ -d .stestr ] || .venv/bin/stestr init > /dev/null
+.venv/bin/python - <<'PY' || true
+import json
+from dbm import dumb  # stestr's own (stestr/repository/file.py)
+from pathlib import Path
+if not Path(".stestr/times.dbm.dat").exists():
+    with dumb.open(".stestr/times.dbm", "c") as db:
+        for test_id, seconds in json.loads(
+                Path("tools/test-times.json").read_text()).items():
+            db[test_id] = str(seconds)
+PY
 echo "== stestr run: unit and functional tests, Nova $NEWEST" >&2
 start=$SECONDS
 run_suite .venv .stestr-run.log ./tests "$@"
