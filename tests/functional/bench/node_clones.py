@@ -21,15 +21,24 @@ traits and aggregates in placement's database, with only the identity
 changed (``uuid`` and ``hypervisor_hostname``; provider ``uuid``,
 ``name`` and ids). Two bulk inserts per table, a few seconds at 10,000.
 
+``clone_hosts`` does the same for whole compute hosts: per host a copy of
+the template host's ``services`` row (cell database) and ``host_mappings``
+row (API database, which ``nova/compute/api.py`` ``target_host_cell``
+reads for each hypervisor the compute API lists), and one node named
+after the host, as the fake driver names its node.
+
 ``records`` reads one node's records as the scheduler sees them, so that
 a bench can assert once that a clone is what Nova's resource tracker
 itself leaves for that node (``resource_tracker_changes``).
 """
 from __future__ import annotations
 
+import uuid as uuidlib
 from typing import Any
 
 import sqlalchemy as sa
+from nova.db.api import api as api_db
+from nova.db.api import models as api_models
 from nova.db.main import api as db_api
 from nova.db.main import models
 from placement import db_api as placement_db
@@ -47,16 +56,44 @@ PROVIDER_TABLES = ("inventories", "resource_provider_traits",
 
 
 @db_api.pick_context_manager_writer
-def _copy_compute_nodes(context: Any, template: str, names: list[str]) -> None:
+def _copy_compute_nodes(context: Any, template: str, names: list[str],
+                        uuids: list[str] | None = None,
+                        hosts: list[str] | None = None) -> None:
     table = models.ComputeNode.__table__
     row = context.session.execute(
         sa.select(table).where(table.c.uuid == template)).mappings().one()
     base = {k: v for k, v in row.items() if k != "id"}
+    uuids = uuids or names
+    hosts = hosts or [base["host"]] * len(names)
     context.session.execute(table.insert(), [
-        dict(base, uuid=name, hypervisor_hostname=name) for name in names])
+        dict(base, uuid=uuid, hypervisor_hostname=name, host=host)
+        for uuid, name, host in zip(uuids, names, hosts, strict=True)])
 
 
-def _copy_providers(template: str, names: list[str]) -> None:
+@db_api.pick_context_manager_writer
+def _copy_services(context: Any, template: str, hosts: list[str]) -> None:
+    table = models.Service.__table__
+    row = context.session.execute(sa.select(table).where(
+        table.c.host == template, table.c.binary == "nova-compute",
+        table.c.deleted == 0)).mappings().one()
+    base = {k: v for k, v in row.items() if k != "id"}
+    context.session.execute(table.insert(), [
+        dict(base, host=host, uuid=str(uuidlib.uuid4())) for host in hosts])
+
+
+@api_db.context_manager.writer
+def _copy_host_mappings(context: Any, template: str,
+                        hosts: list[str]) -> None:
+    table = api_models.HostMapping.__table__
+    row = context.session.execute(sa.select(table).where(
+        table.c.host == template)).mappings().one()
+    base = {k: v for k, v in row.items() if k != "id"}
+    context.session.execute(table.insert(), [
+        dict(base, host=host) for host in hosts])
+
+
+def _copy_providers(template: str, names: list[str],
+                    uuids: list[str] | None = None) -> None:
     meta = sa.MetaData()
     engine = placement_db.placement_context_manager.writer.get_engine()
     with engine.begin() as conn:
@@ -68,8 +105,9 @@ def _copy_providers(template: str, names: list[str]) -> None:
         first = conn.execute(sa.select(sa.func.max(rps.c.id))).scalar() + 1
         ids = range(first, first + len(names))
         conn.execute(rps.insert(), [
-            dict(row, id=id_, uuid=name, name=name, root_provider_id=id_)
-            for id_, name in zip(ids, names, strict=True)])
+            dict(row, id=id_, uuid=uuid, name=name, root_provider_id=id_)
+            for id_, uuid, name in zip(ids, uuids or names, names,
+                                       strict=True)])
         for name in PROVIDER_TABLES:
             table = sa.Table(name, meta, autoload_with=conn)
             rows = [{k: v for k, v in r.items() if k != "id"} for r in
@@ -87,6 +125,19 @@ def clone(context: Any, template: str, names: list[str]) -> None:
     copy of compute node ``template`` and of its root provider."""
     _copy_compute_nodes(context, template, names)
     _copy_providers(template, names)
+
+
+def clone_hosts(context: Any, template_host: str, template_node: str,
+                hosts: list[str]) -> list[str]:
+    """Compute hosts ``hosts``, each a copy of ``template_host``'s service
+    and host mapping with one node named after the host, a copy of compute
+    node ``template_node`` and its root provider; the nodes' new uuids."""
+    uuids = [str(uuidlib.uuid4()) for _ in hosts]
+    _copy_services(context, template_host, hosts)
+    _copy_host_mappings(context, template_host, hosts)
+    _copy_compute_nodes(context, template_node, hosts, uuids, hosts)
+    _copy_providers(template_node, hosts, uuids)
+    return uuids
 
 
 @db_api.pick_context_manager_reader
