@@ -121,7 +121,7 @@ class BenchSelectDestinations(base.DrainTestBase):
         # compute node's stats hold no instance counters).
         self.made = [n.uuid for n in facts if n.uuid not in run.bad][:2]
         self.copies = [n.uuid for n in facts if n.uuid not in self.made]
-        listing = bench_filters.Listing(facts)
+        listing = bench_filters.Listing(self.listed(facts))
         driver = fake_ironic_driver.FakeIronicDriver
         self.addCleanup(setattr, driver, "NODES", driver.NODES)
         driver.NODES = list(self.made)
@@ -136,6 +136,15 @@ class BenchSelectDestinations(base.DrainTestBase):
         ironic_view.set_view(view)
         self.addCleanup(ironic_view.set_view, None)
         self.addCleanup(view.stop)
+        self.start_view(view)
+
+    def listed(self, facts: list[decisions.IronicNodeFacts]
+               ) -> list[decisions.IronicNodeFacts]:
+        """The nodes the view's listing holds: Nova's nodes here."""
+        return facts
+
+    def start_view(self, view: ironic_view.IronicView) -> None:
+        """List once, then poll (a subclass may listen instead)."""
         assert view.refresh(), view.last_error
         view.start()
 
@@ -188,8 +197,9 @@ class BenchSelectDestinations(base.DrainTestBase):
         if run.problems:
             self.fail("; ".join(run.problems))
 
-    def test_measure(self) -> None:
-        run = self.results
+    def prepare(self) -> tuple[Any, Any]:
+        """Boot and delete one server for its request spec, copy the nodes;
+        the admin context and the spec that each call schedules."""
         self.addCleanup(CONF.clear_override, "enabled_filters",
                         group="filter_scheduler")
         self.addCleanup(request_filter.uninstall)
@@ -202,28 +212,40 @@ class BenchSelectDestinations(base.DrainTestBase):
         # What the conductor sets before it calls the scheduler
         # (nova/conductor/manager.py: port resource requests).
         spec.requested_resources = []
-        manager = self.scheduler.manager
+        return ctxt, spec
+
+    def call(self, ctxt: Any, spec: Any, name: str,
+             profile: Any = None) -> float:
+        """One ``select_destinations`` in configuration ``name``; its
+        seconds. The allocation it claims is deleted after."""
+        run = self.results
+        self.configure(name)
+        instance = str(uuidlib.uuid4())
+        spec.instance_uuid = instance
+        if profile is not None:
+            profile.enable()
+        started = time.perf_counter()
+        chosen = self.scheduler.manager.select_destinations(
+            ctxt, spec_obj=spec, instance_uuids=[instance],
+            return_objects=True, return_alternates=True)
+        seconds = time.perf_counter() - started
+        if profile is not None:
+            profile.disable()
+        self.placement.delete(f"/allocations/{instance}")
+        if not chosen or not chosen[0]:
+            run.problems.append(f"{name}: no host chosen")
+        elif name == "drain" and chosen[0][0].nodename in run.bad:
+            run.problems.append("drain: chose an unusable node")
+        return seconds
+
+    def test_measure(self) -> None:
+        run = self.results
+        ctxt, spec = self.prepare()
         for round_ in range(run.repeat + 1):
             for name in (("nova", "drain") if round_ % 2
                          else ("drain", "nova")):
-                self.configure(name)
-                instance = str(uuidlib.uuid4())
-                spec.instance_uuid = instance
                 profile = run.profiles.get(name) if round_ else None
-                if profile is not None:
-                    profile.enable()
-                started = time.perf_counter()
-                chosen = manager.select_destinations(
-                    ctxt, spec_obj=spec, instance_uuids=[instance],
-                    return_objects=True, return_alternates=True)
-                seconds = time.perf_counter() - started
-                if profile is not None:
-                    profile.disable()
-                self.placement.delete(f"/allocations/{instance}")
-                if not chosen or not chosen[0]:
-                    run.problems.append(f"{name}: no host chosen")
-                elif name == "drain" and chosen[0][0].nodename in run.bad:
-                    run.problems.append("drain: chose an unusable node")
+                seconds = self.call(ctxt, spec, name, profile)
                 if round_:  # the first round warms caches up
                     run.seconds[name].append(seconds)
         run.candidates["request filters"] = len(

@@ -1,0 +1,234 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The scheduler's select_destinations during an event burst, against quiet.
+
+The scheduler of ``select_destinations`` (Nova's harness, ``--nodes``
+Ironic-like compute nodes, the drain filters, Nova's default filters and
+the pre-filter), on native threads as Nova 34's nova-scheduler runs, with
+its Ironic view in event mode: the real oslo.messaging batch listener on a
+private RabbitMQ, over a snapshot of ``--snapshot-nodes`` nodes (Nova's
+nodes first, then nodes no request can land on, which the events name, so
+that every call's filter work is the same). ``--workers`` - 1 more
+listener processes (``ironic_storm``'s) share the broker and the machine,
+as the other scheduler workers of one host would.
+
+In ``--repeat`` rounds, the order alternating, it times ``--quiet``
+calls with the listener idle, and calls for as long as a burst of
+``--burst`` events (published by a separate process, as fast as one
+publisher goes) is still being applied. It prints the median call of each,
+their ratio (issue 22's goal: at most 1.10) and each burst's drain time
+(goal: 10,000 events within 10 s).
+
+Run from the repository root::
+
+    tools/bench.sh select_burst [--nodes 1000] [--snapshot-nodes 50000] \\
+        [--burst 10000] [--workers 1] [--repeat 3]
+
+It prints figures and asserts nothing about time; exit 1 if the harness
+failed, a burst was not applied within ``--drain-timeout`` or a call found
+no host. Every process it starts is stopped by its PID at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+from nova_drain_filters import decisions
+from nova_drain_filters import ironic_view
+from tests.functional import harness_run
+from tests.functional.bench import events_common
+from tests.functional.bench import filters as bench_filters
+from tests.functional.bench import ironic_storm
+from tests.functional.bench import select_destinations as sd
+from tests.functional.services import rabbitmq_server
+
+#: Native threads, as Nova 34's nova/cmd/scheduler.py starts the scheduler
+#: (tools/bench.sh sets OS_NOVA_DISABLE_EVENTLET_PATCHING=true).
+EVENTLET = False
+MODULE = "tests.functional.bench.select_burst"
+
+
+@dataclasses.dataclass
+class BurstRun(sd.Run):
+    snapshot_nodes: int = 50000
+    burst: int = 10000
+    quiet_calls: int = 5
+    drain_timeout: float = 300.0
+    transport_url: str = ""
+    quiet: list[float] = dataclasses.field(default_factory=list)
+    during: list[float] = dataclasses.field(default_factory=list)
+    #: Per burst: seconds from the first event received to the last
+    #: applied, and the calls made meanwhile.
+    drains: list[tuple[float, int]] = dataclasses.field(default_factory=list)
+
+
+class BenchSelectBurst(sd.BenchSelectDestinations):
+    results: BurstRun
+
+    def listed(self, facts: list[decisions.IronicNodeFacts]
+               ) -> list[decisions.IronicNodeFacts]:
+        more = bench_filters.make_nodes(self.results.snapshot_nodes, 0.0)
+        return facts + more[len(facts):]
+
+    def start_view(self, view: ironic_view.IronicView) -> None:
+        run = self.results
+        for key, value in (
+                ("baremetal_notifications", True),
+                ("baremetal_notifications_url", run.transport_url),
+                ("baremetal_refresh_interval", events_common.RECONCILE),
+                ("baremetal_max_snapshot_age", 2 * events_common.RECONCILE)):
+            self.flags(**{key: value}, group="drain_filters")
+        view.ensure_running()
+        events_common.wait(lambda: events_common.ready(view), 300,
+                           "listening")
+        self.view = view
+
+    def quiet(self, ctxt: Any, spec: Any) -> None:
+        for _ in range(self.results.quiet_calls):
+            self.results.quiet.append(self.call(ctxt, spec, "drain"))
+
+    def burst(self, ctxt: Any, spec: Any, start: int) -> None:
+        run = self.results
+        events = self.view._events
+        assert events is not None
+        before_received, target = events.received, events.applied + run.burst
+        publisher = subprocess.Popen(
+            [sys.executable, "-m", MODULE, "--publish", run.transport_url,
+             str(run.nodes), str(run.snapshot_nodes), str(start),
+             str(run.burst)], start_new_session=True,
+            stdout=subprocess.DEVNULL)
+        try:
+            events_common.wait(lambda: events.received > before_received,
+                               120, "the burst's first event")
+            first = time.monotonic()
+            deadline = first + run.drain_timeout
+            calls = 0
+            while events.applied < target:
+                if time.monotonic() > deadline:
+                    run.problems.append(
+                        f"burst: {target - events.applied} events not "
+                        f"applied within {run.drain_timeout:.0f} s")
+                    break
+                run.during.append(self.call(ctxt, spec, "drain"))
+                calls += 1
+            run.drains.append((time.monotonic() - first, calls))
+            publisher.wait(60)
+        finally:
+            if publisher.poll() is None:
+                os.killpg(publisher.pid, signal.SIGKILL)
+                publisher.wait(10)
+
+    def test_measure(self) -> None:
+        run = self.results
+        ctxt, spec = self.prepare()
+        self.call(ctxt, spec, "drain")  # warms caches up
+        for round_ in range(run.repeat):
+            start = round_ * run.burst
+            if round_ % 2:
+                self.burst(ctxt, spec, start)
+                self.quiet(ctxt, spec)
+            else:
+                self.quiet(ctxt, spec)
+                self.burst(ctxt, spec, start)
+
+
+def publish_child(url: str, nova_nodes: int, snapshot: int, start: int,
+                  count: int) -> int:
+    """The burst: ``count`` events naming nodes no request lands on."""
+    import uuid as uuidlib
+    nodes = [str(uuidlib.UUID(int=i + 1)) for i in range(nova_nodes, snapshot)]
+    pub = ironic_storm.Publisher(url)
+    try:
+        ironic_storm.publish(pub, nodes, count, None, start)
+    finally:
+        pub.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--publish"]:
+        return publish_child(argv[1], *(int(a) for a in argv[2:6]))
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    add = parser.add_argument
+    add("--nodes", type=int, default=1000)
+    add("--snapshot-nodes", type=int, default=50000)
+    add("--burst", type=int, default=10000)
+    add("--workers", type=int, default=1,
+        help="listener processes on the broker, the scheduler's included")
+    add("--repeat", type=int, default=3, help="bursts (and quiet runs)")
+    add("--quiet", type=int, default=5, help="calls per quiet run")
+    add("--drain-timeout", type=float, default=300.0)
+    args = parser.parse_args(argv)
+    if args.snapshot_nodes < 2 * args.nodes or args.burst < 1 or (
+            args.workers < 1 or args.repeat < 1 or args.quiet < 1):
+        parser.error("--snapshot-nodes must be at least twice --nodes; "
+                     "--burst, --workers, --repeat, --quiet positive")
+    signal.signal(signal.SIGTERM, events_common.terminate)
+    os.environ.setdefault("OS_TEST_TIMEOUT", "7200")
+    broker = rabbitmq_server.RabbitMQServer()
+    others: list[ironic_storm.Worker] = []
+    run = BurstRun(args.nodes, 0, snapshot_nodes=args.snapshot_nodes,
+                   burst=args.burst, quiet_calls=args.quiet,
+                   drain_timeout=args.drain_timeout)
+    run.repeat = args.repeat
+    try:
+        broker.start()
+        run.transport_url = broker.transport_url
+        others = [ironic_storm.Worker(broker.transport_url,
+                                      args.snapshot_nodes, False)
+                  for _ in range(args.workers - 1)]
+        for worker in others:
+            worker.ask(None)  # listening, listed
+        case = BenchSelectBurst("test_measure")
+        case.results = run
+        error = harness_run.run_quietly(
+            case, lambda: run.stdlog.logger.output if run.stdlog else "")
+    finally:
+        for worker in others:
+            worker.stop()
+        broker.stop()
+    if error:
+        print(f"harness failed: {error}", file=sys.stderr)
+        return 1
+    print(f"select_destinations at {args.nodes:,} compute nodes, drain "
+          f"filters + Nova's + pre-filter, native threads; view in event "
+          f"mode over {args.snapshot_nodes:,} nodes; W={args.workers} "
+          f"listener processes; {args.repeat} bursts of {args.burst:,}, "
+          f"interleaved with quiet runs of {args.quiet} calls")
+    quiet = statistics.median(run.quiet)
+    during = statistics.median(run.during) if run.during else float("nan")
+    print(f"{'':<14} {'calls':>5} {'median':>9} {'p90':>9} {'ratio':>6}")
+    for name, values, med in (("quiet", run.quiet, quiet),
+                              ("during burst", run.during, during)):
+        p90 = events_common.percentile(values, .9) if values else 0.0
+        print(f"{name:<14} {len(values):>5} {med * 1000:>7.0f}ms "
+              f"{p90 * 1000:>7.0f}ms {med / quiet:>6.2f}")
+    print("goal: ratio <= 1.10")
+    for n, (seconds, calls) in enumerate(run.drains):
+        print(f"burst {n}: {args.burst:,} events applied in {seconds:.1f} s "
+              f"({args.burst / seconds:.0f}/s), {calls} calls meanwhile")
+    for problem in sorted(set(run.problems)):
+        print(f"ERROR: {problem}", file=sys.stderr)
+    return 1 if run.problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
