@@ -201,6 +201,8 @@ def show(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
                   f"{rep['batches']:7d} {rep['requests']:10d}")
     quiet = rows[0]["reports"][0]["sched"]
     base = statistics.median(quiet) if quiet else 0.0
+    if not base:
+        return
     print(f"\nDrain filters' filter_all over {storm_process.CANDIDATES:,} "
           "candidates in process 0 (median per run, ratio to quiet):")
     for row in rows:
@@ -221,16 +223,29 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add("--rates", default="100,1000,5000")
     add("--seconds", type=float, default=10.0, help="per steady rate")
     add("--drain-timeout", type=float, default=120.0)
+    add("--prefetch", type=int, default=0, help="[oslo_messaging_rabbit] "
+        "rabbit_qos_prefetch_count in every process (0: unlimited, the "
+        "default; a batch is at most this many)")
+    add("--batch", default="", metavar="SIZE,TIMEOUT",
+        help="the batch listener's size and timeout (listening.BATCH_SIZE "
+             "and BATCH_TIMEOUT) in every process, e.g. 1000,0.05")
+    add("--no-requests", action="store_true", help="process 0 does not "
+        "run the filters either (a listener-only profile)")
     add("--profile", metavar="PREFIX", help="cProfile every thread of each "
         "process to PREFIX.<pid>.txt")
     args = parser.parse_args(argv)
     try:
         args.bursts = [int(b) for b in args.bursts.split(",") if b]
         args.rates = [int(r) for r in args.rates.split(",") if r]
+        os.environ["NDF_STORM_PREFETCH"] = str(args.prefetch)
+        if args.batch:
+            size, timeout = args.batch.split(",")
+            os.environ["NDF_STORM_BATCH"] = f"{int(size)},{float(timeout)}"
         if args.profile:
             os.environ["NDF_STORM_PROFILE"] = os.path.abspath(args.profile)
     except ValueError:
-        parser.error("--bursts and --rates take integers, e.g. 1000,10000")
+        parser.error("--bursts and --rates take integers, e.g. 1000,10000; "
+                     "--batch an integer and a number, e.g. 1000,0.05")
     if args.nodes < 20 or args.workers < 1 or args.seconds <= 0:
         parser.error("--nodes must be at least 20, --workers and --seconds "
                      "positive")
@@ -249,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
         broker.start()
         print(f"broker at {broker.transport_url} (pid {broker.pid})",
               flush=True)
-        pool = [Worker(broker.transport_url, args.nodes, n == 0)
+        pool = [Worker(broker.transport_url, args.nodes,
+                       n == 0 and not args.no_requests)
                 for n in range(args.workers)]
         for worker in pool:
             worker.ask(None)  # ready: listening, listed

@@ -39,10 +39,12 @@ from typing import Any
 
 from nova import objects
 from oslo_config import cfg
+from oslo_messaging._drivers import impl_rabbit
 
 from nova_drain_filters import decisions
 from nova_drain_filters import ironic_view
 from nova_drain_filters.filters import FILTER_CLASSES
+from nova_drain_filters.ironic_view import listening
 from tests.functional.bench import events_common
 from tests.functional.bench import filters as filters_bench
 
@@ -115,18 +117,20 @@ def schedule(nodes: list[decisions.IronicNodeFacts], phase: list[Phase],
 def profile_threads() -> list[cProfile.Profile]:
     """Profile every thread started from now on (``--profile``)."""
     profiles: list[cProfile.Profile] = []
-    run = threading.Thread.run
+    # _bootstrap_inner, not run: futurist's executor threads (oslo.messaging
+    # dispatches there) override run.
+    bootstrap = threading.Thread._bootstrap_inner  # type: ignore[attr-defined]
 
     def profiled(thread: threading.Thread) -> None:
         prof = cProfile.Profile(time.thread_time)  # CPU, not GIL waits
         profiles.append(prof)
         prof.enable()
         try:
-            run(thread)
+            bootstrap(thread)
         finally:
             prof.disable()
 
-    threading.Thread.run = profiled  # type: ignore[method-assign]
+    threading.Thread._bootstrap_inner = profiled  # type: ignore[attr-defined]
     return profiles
 
 
@@ -144,11 +148,27 @@ def dump(profiles: list[cProfile.Profile], path: str) -> None:
             stats.sort_stats("cumulative").print_stats(60)
 
 
+def tune_transport() -> None:
+    """The transport settings the parent asks for (``--prefetch``,
+    ``--batch``), as an operator would set them in nova.conf."""
+    prefetch = int(os.environ.get("NDF_STORM_PREFETCH") or 0)
+    # oslo.messaging registers the rabbit options with its first transport.
+    CONF.register_opts(impl_rabbit.rabbit_opts, group="oslo_messaging_rabbit")
+    CONF.set_override("rabbit_qos_prefetch_count", prefetch,
+                      "oslo_messaging_rabbit")
+    batch = os.environ.get("NDF_STORM_BATCH")
+    if batch:
+        size, timeout = batch.split(",")
+        listening.BATCH_SIZE = int(size)
+        listening.BATCH_TIMEOUT = float(timeout)
+
+
 def child(transport_url: str, count: int, scheduler: bool) -> int:
     """The process: listen, apply, answer the parent on stdin/stdout."""
     profile_to = os.environ.get("NDF_STORM_PROFILE")
     profiles = profile_threads() if profile_to else []
     events_common.configure("events", transport_url, 600)
+    tune_transport()
     nodes = filters_bench.make_nodes(count, 0.0)
     listing = filters_bench.Listing(nodes)
     view = ironic_view.IronicView(client_factory=lambda: listing)  # type: ignore
