@@ -65,6 +65,8 @@ def _code(func: Any) -> tuple[str, int, str]:
     return code.co_filename, code.co_firstlineno, code.co_name
 
 
+#: Reads a profile; imports no harness (tools/bench.sh: no eventlet).
+EVENTLET = False
 #: A built-in's key prefix in pstats: its own time is what it costs.
 OWN = ("~", 0)
 
@@ -79,10 +81,10 @@ def entries() -> dict[str, list[Any]]:
             _code(amqpdriver.NotificationAMQPIncomingMessage.acknowledge),
             _code(rabbit.acknowledge)],
         "locks (acquire, waits: thread clock)": [
-            OWN + "<method 'acquire' of '_thread.lock' objects>",
-            OWN + "<method 'release' of '_thread.lock' objects>",
-            OWN + "<method '__enter__' of '_thread.lock' objects>",
-            OWN + "<method '__exit__' of '_thread.lock' objects>"],
+            OWN + ("<method 'acquire' of '_thread.lock' objects>",),
+            OWN + ("<method 'release' of '_thread.lock' objects>",),
+            OWN + ("<method '__enter__' of '_thread.lock' objects>",),
+            OWN + ("<method '__exit__' of '_thread.lock' objects>",)],
         "apply (ours, snapshot)": [_code(events.EventListener.apply_batch)],
     }
 

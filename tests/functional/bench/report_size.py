@@ -81,6 +81,8 @@ class Measure:
     predicted: dict[str, int]
     seconds: float
     nodes: int
+    #: Seconds spent waiting for each service's answers.
+    by_service: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -117,7 +119,7 @@ class BenchReportSize(cli_harness.CliTestBase):
         self.ironic_url = server.url
         self.ironic_nodes = ironic_refresh.enroll(
             ironic_refresh.load_ironic_server(), server.url, run.ironic,
-            workers=4, timeout=1800)
+            workers=8, timeout=1800)
         run.times["Ironic enrolment (API)"] = time.monotonic() - started
         driver = fake_ironic_driver.FakeIronicDriver
         self.addCleanup(setattr, driver, "NODES", driver.NODES)
@@ -198,13 +200,27 @@ class BenchReportSize(cli_harness.CliTestBase):
                     f"{computes}+{ironic}: {service} sent "
                     f"{counted.get(service, 0)}, the formula says {want}")
         run.measures.append(Measure(computes, ironic, counted, predicted,
-                                    seconds, nodes))
+                                    seconds, nodes,
+                                    dict(self.service_seconds)))
 
     def counting(self, counter: case_mod.Counter) -> Any:
+        """Count every request (``cli_requests``' way) and time it, per
+        service, for the run of one command."""
+        counting = counter.counting_request(http.ServiceClient._send)
+        self.service_seconds: dict[str, float] = {}
+
+        def timed(client: Any, *args: Any, **kwargs: Any) -> Any:
+            started = time.monotonic()
+            try:
+                return counting(client, *args, **kwargs)
+            finally:
+                spent = self.service_seconds.get(client.service, 0.0)
+                self.service_seconds[client.service] = (
+                    spent + time.monotonic() - started)
+
         stack = contextlib.ExitStack()
         stack.enter_context(fixtures.MonkeyPatch(
-            "nova_drain_filters.clients.http.ServiceClient._send",
-            counter.counting_request(http.ServiceClient._send)))
+            "nova_drain_filters.clients.http.ServiceClient._send", timed))
         return stack
 
     def known_traits(self) -> int:
@@ -249,6 +265,11 @@ def main(argv: list[str] | None = None) -> int:
         total = f"{sum(m.counted.values())}/{sum(m.predicted.values())}"
         print(f"{m.computes:>8} {m.ironic:>6} {cells[0]:>9} {cells[1]:>9} "
               f"{cells[2]:>9} {total:>9} {m.seconds:>7.1f}")
+    for m in run.measures:
+        waits = ", ".join(f"{s} {t:.1f}s" for s, t in
+                          sorted(m.by_service.items()))
+        print(f"{m.computes + m.ironic:,} nodes: of {m.seconds:.1f}s, "
+              f"answers took {waits}; the rest is the CLI's own")
     if len(run.measures) == 2:
         lo, hi = run.measures
         print(f"nodes in Nova x{(hi.nodes / lo.nodes):.1f} "

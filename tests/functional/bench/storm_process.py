@@ -204,7 +204,10 @@ def child(transport_url: str, count: int, scheduler: bool) -> int:
                 "reread": events.reread if events else 0,
                 "received": events.received if events else 0}), flush=True)
     stop.set()
+    # Stop first: a thread still blocked when its profile is read gets its
+    # pending call timed on the reading thread's clock (cProfile's flush),
+    # which makes nonsense of that call's time.
+    view.stop(timeout=5)
     if profile_to:
         dump(profiles, f"{profile_to}.{os.getpid()}.txt")
-    view.stop(timeout=5)
     return 0
