@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                               ("during burst", run.during, during)):
         p90 = events_common.percentile(values, .9) if values else 0.0
         print(f"{name:<14} {len(values):>5} {med * 1000:>7.0f}ms "
-              f"{p90 * 1000:>7.0f}ms {med / quiet:>6.2f}")
+              f"{p90 * 1000:>7.0f}ms {med / quiet:>6.3f}")
     print("goal: ratio <= 1.10")
     for n, (seconds, calls) in enumerate(run.drains):
         print(f"burst {n}: {args.burst:,} events applied in {seconds:.1f} s "
