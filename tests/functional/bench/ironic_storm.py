@@ -69,11 +69,18 @@ class Worker:
 
     def __init__(self, transport_url: str, nodes: int, scheduler: bool,
                  ) -> None:
+        # NDF_STORM_STDERR=DIR keeps each worker's stderr in DIR.
+        keep = os.environ.get("NDF_STORM_STDERR")
+        stderr: Any = subprocess.DEVNULL
+        if keep:
+            stderr = open(os.path.join(keep, f"worker-{time.time_ns()}.log"),
+                          "w")
+        self.stderr = stderr
         self.proc = subprocess.Popen(
             [sys.executable, "-m", MODULE, "--child", transport_url,
              str(nodes), "1" if scheduler else "0"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, cwd=REPO_ROOT,
+            stderr=stderr, text=True, cwd=REPO_ROOT,
             env=dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING="true"),
             start_new_session=True)
 
@@ -89,6 +96,8 @@ class Worker:
 
     def stop(self) -> None:
         events_common.stop_worker(self.proc)
+        if self.stderr is not subprocess.DEVNULL:
+            self.stderr.close()
 
 
 class Publisher:
