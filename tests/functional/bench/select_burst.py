@@ -75,8 +75,10 @@ class BurstRun(sd.Run):
     quiet: list[float] = dataclasses.field(default_factory=list)
     during: list[float] = dataclasses.field(default_factory=list)
     #: Per burst: seconds from the first event received to the last
-    #: applied, and the calls made meanwhile.
-    drains: list[tuple[float, int]] = dataclasses.field(default_factory=list)
+    #: applied (or to the drain timeout), the calls made meanwhile and the
+    #: events applied.
+    drains: list[tuple[float, int, int]] = dataclasses.field(
+        default_factory=list)
 
 
 class BenchSelectBurst(sd.BenchSelectDestinations):
@@ -128,7 +130,8 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
                     break
                 run.during.append(self.call(ctxt, spec, "drain"))
                 calls += 1
-            run.drains.append((time.monotonic() - first, calls))
+            run.drains.append((time.monotonic() - first, calls,
+                               run.burst - max(0, target - events.applied)))
             publisher.wait(60)
         finally:
             if publisher.poll() is None:
@@ -222,9 +225,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<14} {len(values):>5} {med * 1000:>7.0f}ms "
               f"{p90 * 1000:>7.0f}ms {med / quiet:>6.3f}")
     print("goal: ratio <= 1.10")
-    for n, (seconds, calls) in enumerate(run.drains):
-        print(f"burst {n}: {args.burst:,} events applied in {seconds:.1f} s "
-              f"({args.burst / seconds:.0f}/s), {calls} calls meanwhile")
+    for n, (seconds, calls, applied) in enumerate(run.drains):
+        print(f"burst {n}: {applied:,} of {args.burst:,} events applied in "
+              f"{seconds:.1f} s ({applied / seconds:.0f}/s), {calls} calls "
+              "meanwhile")
     for problem in sorted(set(run.problems)):
         print(f"ERROR: {problem}", file=sys.stderr)
     return 1 if run.problems else 0
