@@ -279,7 +279,7 @@ def gather(
     elsewhere, or a deleted one through ``deleted_projects``, e.g.
     ``nova_db.NovaRecords.deleted_projects``), otherwise placement's.
 
-    Nova's three reads run beside placement's, in threads.
+    Nova's three reads run beside placement's, in a thread of their own.
 
     Requests: hypervisor, server and migration pages (or, from the cell
     databases, a few queries per cell and no request), one provider list
@@ -288,16 +288,20 @@ def gather(
     read per orphaned consumer whose project Nova no longer knows; never
     one per healthy consumer.
     """
-    with futures.ThreadPoolExecutor(3) as nova_reads:
+    with futures.ThreadPoolExecutor(1) as nova_reads:
         # Nova's side is read while placement is: through the API the
         # server list costs about as much as every allocation read, and
-        # the two services answer in parallel. An instance booted while
-        # the reads run can look orphaned, as it could when they ran one
-        # after the other (``orphan clear`` judges each consumer again
-        # right before it writes).
+        # the two services answer in parallel. Nova's own reads stay one
+        # at a time, in this order, in one thread: the hypervisors are
+        # needed first, and Nova's in-process test harness switches cell
+        # databases globally (nova/tests/fixtures/nova.py CellDatabases
+        # _wrap_target_cell), so two of its requests at once can land in
+        # the wrong cell. An instance booted while the reads run can look
+        # orphaned, as it could when they ran one after the other
+        # (``orphan clear`` judges each consumer again before it writes).
+        hypervisors_job = nova_reads.submit(nova.hypervisors)
         servers_job = nova_reads.submit(nova.servers)
         migrations_job = nova_reads.submit(nova.migrations_in_progress)
-        hypervisors_job = nova_reads.submit(nova.hypervisors)
         providers = client.providers()
         nodes = {h.uuid: h for h in hypervisors_job.result()}
         marked = compute_roots(client, providers, nodes,

@@ -151,8 +151,8 @@ def reads_table(run: Run, sizes: tuple[int, ...], say: Any) -> None:
     """Each read alone, median seconds and requests, against the audit."""
     for where in dict.fromkeys(w for w, _, _ in run.reads):
         say()
-        say(f"Each read alone, placement {where} (median s / requests; "
-            f"audit / read):")
+        say(f"Each read alone, placement {where} (median wall s, this "
+            f"process's CPU s,\nrequests; audit wall / read wall):")
         for nodes in sizes:
             audit = _median(run.measures, AUDIT, nodes, where)
             say(f"  {nodes} nodes"
@@ -161,11 +161,13 @@ def reads_table(run: Run, sizes: tuple[int, ...], say: Any) -> None:
                 runs = run.reads.get((where, nodes, read))
                 if not runs:
                     continue
-                seconds = statistics.median_low(s for s, _ in runs)
-                requests = max(n for _, n in runs)
+                seconds = statistics.median_low(s for s, _, _ in runs)
+                cpu = statistics.median_low(c for _, c, _ in runs)
+                requests = max(n for _, _, n in runs)
                 ratio = (f"  {audit.seconds / seconds:5.1f}x"
                          if audit and seconds else "")
-                say(f"    {read:<38} {seconds:>6.2f}s {requests:>5}{ratio}")
+                say(f"    {read:<38} {seconds:>6.2f}s {cpu:>6.2f}s "
+                    f"{requests:>5}{ratio}")
 
 
 def _sizes(text: str) -> tuple[int, ...]:

@@ -88,8 +88,8 @@ class Run:
     build_seconds: dict[int, float] = dataclasses.field(default_factory=dict)
     notes: list[str] = dataclasses.field(default_factory=list)
     stdlog: Any = None
-    #: {(where, nodes, read): [(seconds, requests) of each run]}
-    reads: dict[tuple[str, int, str], list[tuple[float, int]]] = (
+    #: {(where, nodes, read): [(wall s, CPU s, requests) of each run]}
+    reads: dict[tuple[str, int, str], list[tuple[float, float, int]]] = (
         dataclasses.field(default_factory=dict))
 
 
