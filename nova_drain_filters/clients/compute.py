@@ -31,12 +31,6 @@ from nova_drain_filters.clients import http
 COMPUTE_VERSION = "2.59"
 #: The last version with ``os-hosts`` (removed in 2.43).
 HOSTS_VERSION = "2.42"
-#: Server lists: 2.1 already shows an admin the host, node, status and
-#: project. Later versions make ``GET /servers/detail`` load more for every
-#: server and tell us nothing we read: 2.16 the services (host_status),
-#: 2.26 the tags, 2.63 the trusted certificates, 2.73 the system metadata
-#: (``nova/api/openstack/compute/servers.py`` ``_get_servers``).
-SERVERS_VERSION = "2.1"
 PAGE_SIZE = 1000
 
 #: Migration statuses after which the migration holds no allocation.
@@ -266,8 +260,7 @@ class ComputeClient(http.ServiceClient):
         if host:
             params["host"] = host
         return [_server(s) for s in self._pages(
-            "/servers/detail", "servers", params,
-            microversion=SERVERS_VERSION)]
+            "/servers/detail", "servers", params)]
 
     def server(self, uuid: str) -> Server | None:
         """One instance as Nova has it now, or None if it does not exist."""
