@@ -279,8 +279,6 @@ def gather(
     elsewhere, or a deleted one through ``deleted_projects``, e.g.
     ``nova_db.NovaRecords.deleted_projects``), otherwise placement's.
 
-    Nova's three reads run beside placement's, in a thread of their own.
-
     Requests: hypervisor, server and migration pages (or, from the cell
     databases, a few queries per cell and no request), one provider list
     (plus one ``COMPUTE_NODE`` query only when some root has no compute
@@ -288,28 +286,13 @@ def gather(
     read per orphaned consumer whose project Nova no longer knows; never
     one per healthy consumer.
     """
-    with futures.ThreadPoolExecutor(1) as nova_reads:
-        # Nova's side is read while placement is: through the API the
-        # server list costs about as much as every allocation read, and
-        # the two services answer in parallel. Nova's own reads stay one
-        # at a time, in this order, in one thread: the hypervisors are
-        # needed first, and Nova's in-process test harness switches cell
-        # databases globally (nova/tests/fixtures/nova.py CellDatabases
-        # _wrap_target_cell), so two of its requests at once can land in
-        # the wrong cell. An instance booted while the reads run can look
-        # orphaned, as it could when they ran one after the other
-        # (``orphan clear`` judges each consumer again before it writes).
-        hypervisors_job = nova_reads.submit(nova.hypervisors)
-        servers_job = nova_reads.submit(nova.servers)
-        migrations_job = nova_reads.submit(nova.migrations_in_progress)
-        providers = client.providers()
-        nodes = {h.uuid: h for h in hypervisors_job.result()}
-        marked = compute_roots(client, providers, nodes,
-                               max_missing_fraction)
-        trees = nova_trees(providers, nodes, marked)
-        allocations = read_allocations(client, sorted(trees), progress)
-        servers = servers_job.result()
-        migrations = migrations_job.result()
+    nodes = {h.uuid: h for h in nova.hypervisors()}
+    servers = nova.servers()
+    migrations = nova.migrations_in_progress()
+    providers = client.providers()
+    marked = compute_roots(client, providers, nodes, max_missing_fraction)
+    trees = nova_trees(providers, nodes, marked)
+    allocations = read_allocations(client, sorted(trees), progress)
     orphans = find_orphans(allocations, trees, servers, migrations)
     projects: dict[str, str | None] = {}
     consumers = {o.consumer for o in orphans}
