@@ -28,6 +28,20 @@ cd "$(dirname "$0")/.."
 CLOUD_REQS=(nova==34.0.0 openstack-placement==16.0.0 keystone==30.0.0
             glance==33.0.0 pyuwsgi PyMySQL)
 
+# The services' packages, with the same pins either way. uv (pinned there
+# too) installs them several times faster than pip: 44 s against pip's
+# 360 s for the same set, side by side on the loaded 2-core machine
+# (doc/source/cloud.rst). pip when uv cannot be had or fails.
+cloud_reqs() {
+    local pin=(-c tools/cloud-constraints.txt)
+    if .venv-cloud/bin/pip install --disable-pip-version-check -q "${pin[@]}" uv &&
+       .venv-cloud/bin/uv pip install --python .venv-cloud/bin/python "${pin[@]}" "${CLOUD_REQS[@]}"; then
+        return 0
+    fi
+    echo "cloud: uv failed; installing with pip" >&2
+    .venv-cloud/bin/pip install --disable-pip-version-check "${pin[@]}" "${CLOUD_REQS[@]}"
+}
+
 cloud_venv() {
     local stamp
     stamp=$(cat tools/cloud-constraints.txt setup.cfg | sha256sum | cut -d' ' -f1)
@@ -37,7 +51,7 @@ cloud_venv() {
     echo "cloud: .venv-cloud: Nova, placement, Keystone, Glance, uWSGI (pip's output: .venv-cloud/pip.log)" >&2
     [ -x .venv-cloud/bin/python ] || "${PYTHON:-python3}" -m venv .venv-cloud
     if ! { .venv-cloud/bin/pip install --disable-pip-version-check -q -U pip &&
-           .venv-cloud/bin/pip install --disable-pip-version-check -c tools/cloud-constraints.txt "${CLOUD_REQS[@]}" &&
+           cloud_reqs &&
            .venv-cloud/bin/pip install --disable-pip-version-check --no-deps -e .; } >> .venv-cloud/pip.log 2>&1; then
         echo "cloud: pip failed in .venv-cloud; the last lines of .venv-cloud/pip.log:" >&2
         grep -v "^WARNING: Location" .venv-cloud/pip.log | tail -n 30 >&2
