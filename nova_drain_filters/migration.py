@@ -33,8 +33,11 @@ ABORTABLE = frozenset({"queued", "preparing", "running"})
 #: Shortest and longest pause between two polls; the share of the time
 #: since the last change that the next pause may be.
 MIN_POLL, MAX_POLL, POLL_FRACTION = 0.25, 30.0, 0.2
-#: The shortest pause between looks at a move past its expected end.
-OVERDUE_POLL = 0.1
+#: Looks at a move once it is due: the shortest pause; the pause's share
+#: of the time since it became due (so each pause is 1.5 times the last);
+#: the longest, as a share of a move's mean duration, and never under a
+#: second (nothing is looked at every second for long).
+DUE_POLL, DUE_FRACTION, DUE_CAP, DUE_CAP_FLOOR = 0.1, 0.5, 0.1, 1.0
 #: Backoff before a retry: 2, 4, 8 ... seconds up to this.
 MAX_RETRY_DELAY = 60.0
 
@@ -244,28 +247,45 @@ def poll_delay(since_change: float, remaining: float) -> float:
     return max(0.0, min(wanted, remaining))
 
 
-def expected_duration(durations: Iterable[float]) -> float | None:
-    """How long a move takes to its ``ARRIVES`` status, from the moves of
-    this run that got there: the mean, since Nova's stamps are whole
-    seconds and the mean of their differences is the true mean."""
+def expected_duration(durations: Iterable[float]
+                      ) -> tuple[float, float] | None:
+    """When a move should reach its ``ARRIVES`` status, from the moves of
+    this run that got there: ``(due, mean)``.
+
+    The mean, since Nova's stamps are whole seconds and the mean of their
+    differences is the true mean; a move is due one standard deviation
+    before it (never before the quickest seen), so the half of the moves
+    that are quicker than the mean is not seen only at the mean.
+    """
     found = list(durations)
-    return statistics.fmean(found) if found else None
+    if not found:
+        return None
+    mean = statistics.fmean(found)
+    return max(min(found), mean - statistics.pstdev(found)), mean
 
 
-def look_delay(since_change: float, until_expected: float | None) -> float:
+def look_delay(since_change: float,
+               due: tuple[float, float] | None) -> float:
     """The pause before the next look at one move.
 
-    Without an expected end (no move of its kind has arrived yet, or it
-    has not started running): :func:`poll_delay`. Before it: until then,
-    at most MAX_POLL. Past it: a fifth of the time it is overdue, from
-    OVERDUE_POLL to MAX_POLL. So a move costs a look or two once the run
-    knows how long moves take.
+    ``due``: seconds since the move became due (negative before) and the
+    mean duration of its kind; None without an estimate (no move of its
+    kind has arrived yet, or it has not started running): then
+    :func:`poll_delay`. Before it is due: until then, at most MAX_POLL.
+    Once due: half the time since it became due, from DUE_POLL up to
+    DUE_CAP of the mean duration (DUE_CAP_FLOOR to MAX_POLL). A move that
+    arrives ``x`` seconds after it was due is seen at most ``x / 2`` late
+    (a tenth of a move, for a long overrun), at a cost of about
+    ``log(x / DUE_POLL) / log(1.5)`` looks while ``x`` is short, shared
+    by every move in flight: one request polls them all.
     """
-    if until_expected is None:
+    if due is None:
         return poll_delay(since_change, math.inf)
-    if until_expected > 0:
-        return min(until_expected, MAX_POLL)
-    return min(max(POLL_FRACTION * -until_expected, OVERDUE_POLL), MAX_POLL)
+    since_due, mean = due
+    if since_due < 0:
+        return min(-since_due, MAX_POLL)
+    cap = min(MAX_POLL, max(DUE_CAP_FLOOR, DUE_CAP * mean))
+    return min(max(DUE_FRACTION * since_due, DUE_POLL), cap)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -163,9 +163,9 @@ class Runner:
         due += [now + self.look_delay(m, now) for m in self.flying]
         return max(0.0, min(due) - now)
 
-    def expected(self, move: Move) -> float | None:
-        """When a move posted by this run should arrive, on our clock;
-        None before a live one is seen running (or once it has arrived)."""
+    def expected(self, move: Move) -> tuple[float, float] | None:
+        """(due on our clock, mean duration) of a move this run posted;
+        None before a live one runs, or once it has arrived."""
         record = move.record
         if (not move.started_here or record is None
                 or record.status == mig.ARRIVES[move.step.action]
@@ -174,12 +174,12 @@ class Runner:
                     and move.running_since is None)):
             return None
         took = mig.expected_duration(self.durations[move.step.action])
-        return None if took is None else move.posted_at + took
+        return None if took is None else (move.posted_at + took[0], took[1])
 
     def look_delay(self, move: Move, now: float) -> float:
-        expected = self.expected(move)
+        due = self.expected(move)
         return mig.look_delay(now - move.changed_at,
-                              None if expected is None else expected - now)
+                              due and (now - due[0], due[1]))
 
     def finish(self, move: Move, outcome: mig.Outcome, detail: str = "",
                destination: str = "") -> None:

@@ -156,18 +156,40 @@ class TestBackoff(testtools.TestCase):
                 polls += 1
             self.assertLessEqual(polls, most, wait)
 
-    def test_expected_duration_is_the_mean(self) -> None:
+    def test_expected_duration_is_the_mean_and_due_before_it(self) -> None:
         self.assertIsNone(mig.expected_duration([]))
-        # Whole-second stamps: 3.6 s moves read as 3 or 4; the mean is 3.6.
-        self.assertAlmostEqual(3.6, mig.expected_duration([4, 3, 4, 4, 3]))
+        # Whole-second stamps: 3.6 s moves read as 3 or 4; the mean is 3.6,
+        # and a move is due one standard deviation (0.49 s) before it.
+        due, mean = mig.expected_duration([4, 3, 4, 4, 3]) or (0, 0)
+        self.assertAlmostEqual(3.6, mean)
+        self.assertAlmostEqual(3.6 - 0.4899, due, places=3)
+        # Never due before the quickest move seen.
+        self.assertEqual((10.0, 10.0), mig.expected_duration([10.0]))
+        self.assertEqual(9.0, (mig.expected_duration([9, 9, 9, 21]) or
+                               (0, 0))[0])
 
     def test_look_delay(self) -> None:
         # No estimate: the backoff of poll_delay.
         self.assertEqual(2.0, mig.look_delay(10.0, None))
-        # Before the expected end: sleep until it, at most MAX_POLL.
-        self.assertEqual(2.5, mig.look_delay(0.0, 2.5))
-        self.assertEqual(mig.MAX_POLL, mig.look_delay(0.0, 1e4))
-        # Past it: short looks first, then a fifth of the overrun.
-        self.assertEqual(mig.OVERDUE_POLL, mig.look_delay(99.0, -0.1))
-        self.assertEqual(2.0, mig.look_delay(99.0, -10.0))
-        self.assertEqual(mig.MAX_POLL, mig.look_delay(99.0, -1e6))
+        # Before it is due: sleep until then, at most MAX_POLL.
+        self.assertEqual(2.5, mig.look_delay(0.0, (-2.5, 10.0)))
+        self.assertEqual(mig.MAX_POLL, mig.look_delay(0.0, (-1e4, 10.0)))
+        # Once due: short looks first, then half the time since it was
+        # due, at most a tenth of the mean move (never under a second).
+        self.assertEqual(mig.DUE_POLL, mig.look_delay(99.0, (0.1, 10.0)))
+        self.assertEqual(0.5, mig.look_delay(99.0, (1.0, 10.0)))
+        self.assertEqual(1.0, mig.look_delay(99.0, (10.0, 10.0)))
+        self.assertEqual(1.0, mig.look_delay(99.0, (10.0, 3.0)))
+        self.assertEqual(12.0, mig.look_delay(99.0, (100.0, 120.0)))
+        self.assertEqual(mig.MAX_POLL, mig.look_delay(99.0, (1e6, 1e4)))
+
+    def test_looks_once_due_are_few(self) -> None:
+        """A move seen ``x`` late costs about log(x) looks while ``x`` is
+        short, then one a tenth of a move: never one a second for long."""
+        for mean, late, most in ((10.0, 3.0, 9), (10.0, 30.0, 36),
+                                 (300.0, 60.0, 18)):
+            t, looks = 0.0, 0
+            while t < late:
+                t += mig.look_delay(0.0, (t, mean))
+                looks += 1
+            self.assertLessEqual(looks, most, (mean, late))

@@ -65,6 +65,7 @@ import time
 from typing import Any
 
 from tests.functional import harness_run
+from tests.functional.bench import orphans_reads
 from tests.functional.bench.orphans_case import AUDIT
 from tests.functional.bench.orphans_case import ENGINE
 from tests.functional.bench.orphans_case import OURS
@@ -138,11 +139,35 @@ def report(run: Run, sizes: tuple[int, ...], out: Any) -> list[str]:
                     f"{b.providers} providers, {a.allocations} -> "
                     f"{b.allocations} allocations; requests "
                     f"{a.api + a.placement} -> {b.api + b.placement}")
+    reads_table(run, sizes, say)
     build = ", ".join(f"{n} nodes +{s:.0f}s" for n, s in
                       run.build_seconds.items())
     say()
     say(f"Cloud built in: {build} ({'; '.join(run.notes)})")
     return problems
+
+
+def reads_table(run: Run, sizes: tuple[int, ...], say: Any) -> None:
+    """Each read alone, median seconds and requests, against the audit."""
+    for where in dict.fromkeys(w for w, _, _ in run.reads):
+        say()
+        say(f"Each read alone, placement {where} (median wall s, this "
+            f"process's CPU s,\nrequests; audit wall / read wall):")
+        for nodes in sizes:
+            audit = _median(run.measures, AUDIT, nodes, where)
+            say(f"  {nodes} nodes"
+                + (f", audit {audit.seconds:.2f}s:" if audit else ":"))
+            for read in orphans_reads.ORDER:
+                runs = run.reads.get((where, nodes, read))
+                if not runs:
+                    continue
+                seconds = statistics.median_low(s for s, _, _ in runs)
+                cpu = statistics.median_low(c for _, c, _ in runs)
+                requests = max(n for _, _, n in runs)
+                ratio = (f"  {audit.seconds / seconds:5.1f}x"
+                         if audit and seconds else "")
+                say(f"    {read:<38} {seconds:>6.2f}s {cpu:>6.2f}s "
+                    f"{requests:>5}{ratio}")
 
 
 def _sizes(text: str) -> tuple[int, ...]:

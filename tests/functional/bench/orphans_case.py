@@ -41,6 +41,7 @@ from nova_drain_filters import orphans
 from nova_drain_filters.clients import http
 from osc_plugin import client as osc_client
 from tests.functional.bench import orphans_build
+from tests.functional.bench import orphans_reads
 from tests.functional.services import placement_server
 
 #: Nodes of the clouds measured (each is 2 providers: root and child).
@@ -87,6 +88,9 @@ class Run:
     build_seconds: dict[int, float] = dataclasses.field(default_factory=dict)
     notes: list[str] = dataclasses.field(default_factory=list)
     stdlog: Any = None
+    #: {(where, nodes, read): [(wall s, CPU s, requests) of each run]}
+    reads: dict[tuple[str, int, str], list[tuple[float, float, int]]] = (
+        dataclasses.field(default_factory=dict))
 
 
 class Counter:
@@ -145,6 +149,20 @@ class BenchOrphans(orphans_build.GrowingCloud):
                     self.measure_audit(nodes, providers, allocations)):
                 self.results.measures.append(
                     dataclasses.replace(measure, where=where))
+            self.measure_reads(where, nodes)
+
+    def measure_reads(self, where: str, nodes: int) -> None:
+        """Each read alone (``orphans_reads``), on the CLI's catalog."""
+        client = osc_client.DrainClient(
+            ks_session.Session(auth=self.cli_auth))
+        counter = Counter()
+        with self.counting(counter):
+            found = orphans_reads.time_reads(
+                client, lambda: counter.counts["nova"]
+                + counter.counts["placement"])
+        for read, figures in found.items():
+            self.results.reads.setdefault((where, nodes, read),
+                                          []).append(figures)
 
     @contextlib.contextmanager
     def real_placement(self, workers: int) -> Iterator[None]:
