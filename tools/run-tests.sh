@@ -21,6 +21,10 @@
 #                   in THREADING_RELEASES. This is what CI runs.
 #   --save-times    only write this checkout's recorded test durations
 #                   into tools/test-times.json (see below), after a run.
+# After the newest Nova's suites, the end-to-end tier (tests/e2e) on the
+# real multi-process cloud of tools/cloud.sh, which the tier starts and
+# stops itself: once per run, newest Nova only, with a summary line of its
+# own (doc/source/testing.rst). The stestr runs above leave it out.
 # Other arguments go to stestr as a test filter. The last line is always
 # "N passed, N failed, N skipped" over everything that ran.
 set -uo pipefail
@@ -65,6 +69,10 @@ NEWEST_ONLY='^tests\.functional\.(test_ironic_driver_|test_demo\.|test_ironic_vi
 # four seeds that between them hold every ingredient both ways, two of them
 # through --nova-config (odd seeds): about six minutes less CI.
 OLDER_AUDIT_SEEDS=11,13,14,18
+# The end-to-end tier: a cloud of its own, so never in the stestr runs
+# above, and always on one worker (its tests share that cloud).
+E2E='^tests\.e2e\.'
+
 SCHEDULER_SIDE='^tests\.(functional\.(test_baremetal_events|test_baremetal_scheduling|test_baremetal_startup|test_concurrency_mode|test_event_mode_config|test_ironic_events|test_ironic_view|test_prefilter|test_service_filters|test_stale_nodes)|unit\.(ironic_view\.(test_events|test_refresher|test_snapshot_batches|test_view|test_view_verdict)|test_snapshot_age))\.'
 
 if [ "${1:-}" = "--save-times" ]; then
@@ -160,6 +168,27 @@ threading_summary() {
     fi
 }
 
+# e2e_summary: the end-to-end tier, if the filter selects any of it, with
+# its own summary line; the tier starts (and stops) tools/cloud.sh's cloud.
+e2e_summary() {
+    local list
+    list=$(mktemp)
+    OS_NOVA_DISABLE_EVENTLET_PATCHING=true .venv/bin/stestr \
+        --test-path ./tests list "$@" 2>/dev/null | grep -E "$E2E" > "$list"
+    if [ ! -s "$list" ]; then
+        summaries+=("Nova $NEWEST (${SERIES[$NEWEST]}) end-to-end, real cloud: none selected")
+        rm -f "$list"
+        return 0
+    fi
+    echo "== Nova $NEWEST (${SERIES[$NEWEST]}): the end-to-end tier on tools/cloud.sh's cloud" >&2
+    local began=$SECONDS
+    # Native threads, as the cloud's own orchestrator runs (tools/cloud.sh).
+    NDF_CONCURRENCY=1 OS_NOVA_DISABLE_EVENTLET_PATCHING=true \
+        run_suite .venv .stestr-run-e2e.log ./tests --load-list "$list"
+    rm -f "$list"
+    summaries+=("Nova $NEWEST (${SERIES[$NEWEST]}) end-to-end, real cloud: $passed passed, $failed failed, $skipped skipped; cloud and tests $((SECONDS - began))s (.cloud/e2e.log)")
+}
+
 start=$SECONDS
 tools/setup.sh || exit $?
 install_time=$((SECONDS - start))
@@ -194,9 +223,10 @@ if not Path(".stestr/times.dbm.dat").exists():
 PY
 echo "== stestr run: unit and functional tests, Nova $NEWEST" >&2
 start=$SECONDS
-run_suite .venv .stestr-run.log ./tests "$@"
+run_suite .venv .stestr-run.log ./tests --exclude-regex "$E2E" "$@"
 summaries+=("Nova $NEWEST (${SERIES[$NEWEST]}) unit+functional: $passed passed, $failed failed, $skipped skipped; install ${install_time}s, tests $((SECONDS - start))s")
 threading_summary "$NEWEST" .venv "$@"
+e2e_summary "$@"
 
 if [ $all_releases -eq 1 ]; then
     for release in $OLDER_RELEASES; do

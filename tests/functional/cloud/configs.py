@@ -160,6 +160,12 @@ def nova_conf(layout: Layout) -> Sections:
             "state_path": str(data),
             "use_stderr": True,
             "debug": False,
+            # A killed nova-compute counts as down after 30 s, not Nova's
+            # 60 s: the end-to-end tier (tests/e2e) waits for that. Every
+            # service checks in each 5 s (default 10), so a busy core that
+            # delays one check-in does not make a live one look down.
+            "report_interval": 5,
+            "service_down_time": 30,
         },
         "api": {"auth_strategy": "keystone"},
         "api_database": {"connection": layout.db("nova_api")},

@@ -1,0 +1,177 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Boots, drains and the CLI on the real cloud, with real tokens.
+
+One cloud for the whole class (starting one costs minutes). The tests
+share it and run in name order; each leaves the hosts it did not end
+for good as it found them. Hosts: ``fake-1`` is disabled and enabled
+again, ``fake-2`` is drained, emptied and released for good, ``fake-3``'s
+nova-compute is killed (``tools/cloud.sh up`` starts it again).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import unittest
+from typing import Any
+
+from tests.e2e import servers
+from tests.e2e.running_cloud import RunningCloud
+
+NO_VALID_HOST = "No valid host"
+
+
+class CloudTest(unittest.TestCase):
+    cloud: RunningCloud
+    admin: Any
+    image: str
+    first_active: float | None = None
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.cloud = RunningCloud()
+        # Registered first: a start that fails half-way is stopped too.
+        cls.addClassCleanup(cls.cloud.stop)
+        cls.cloud.start()
+        cls.admin = cls.cloud.connect()
+        cls.image = str(cls.cloud.state.facts["image"])
+
+    # -- helpers ---------------------------------------------------------
+    def boot(self, name: str, host: str) -> dict[str, Any]:
+        """Boot asking for ``host``; the settled server (deleted at the
+        end of the test)."""
+        server = servers.boot(self.admin, self.image, f"e2e-{name}", host)
+        self.addCleanup(servers.delete, self.admin, server)
+        got = servers.wait_settled(self.admin, server)
+        if got["status"] == "ACTIVE" and CloudTest.first_active is None:
+            CloudTest.first_active = time.monotonic() - self.cloud.began
+            self.cloud.note(f"first ACTIVE server, {CloudTest.first_active:.1f}"
+                            " s after the tier began")
+        return got
+
+    def assertActiveOn(self, server: dict[str, Any], host: str) -> None:
+        self.assertEqual(("ACTIVE", host),
+                         (server["status"], server[servers.HOST_FIELD]),
+                         servers.fault(server))
+
+    def assertAvoided(self, server: dict[str, Any]) -> None:
+        """The scheduler found no host: the requested one was excluded."""
+        self.assertEqual("ERROR", server["status"])
+        self.assertIn(NO_VALID_HOST, servers.fault(server))
+
+    def cli(self, cloud: str, *args: str) -> Any:
+        return self.cloud.openstack(cloud, *args)
+
+    def cli_ok(self, *args: str, cloud: str = "ndf-admin") -> str:
+        result = self.cli(cloud, *args)
+        self.assertEqual(0, result.returncode,
+                         f"openstack {' '.join(args)}: {result.stderr}")
+        return str(result.stdout)
+
+    def host_row(self, host: str) -> dict[str, Any]:
+        rows = json.loads(self.cli_ok("drain", "host", "show", host,
+                                      "-f", "json"))
+        self.assertEqual(1, len(rows))
+        return dict(rows[0])
+
+    def node_uuid(self, host: str) -> str:
+        """The compute node (and root provider) of a fake host."""
+        found = [h for h in self.admin.compute.hypervisors(details=True)
+                 if h.name == host]
+        self.assertEqual(1, len(found), host)
+        return str(found[0].id)
+
+    def provider_traits(self, uuid: str) -> list[str]:
+        resp = self.admin.placement.get(f"/resource_providers/{uuid}/traits",
+                                        microversion="1.6")
+        resp.raise_for_status()
+        return list(resp.json()["traits"])
+
+    # -- tests -----------------------------------------------------------
+    def test_cli_roles_and_ironic_scope(self) -> None:
+        """Admin drains; member and reader are refused in one line, exit 1,
+        and nothing changes; the Ironic listing works with the token the
+        CLI picks although the project token lists no node."""
+        before = self.host_row("fake-1")
+        self.assertEqual("Active", before["Phase"])
+        provider = self.node_uuid("fake-1")
+        for cloud in ("ndf-member", "ndf-reader"):
+            result = self.cli(cloud, "drain", "host", "start", "fake-1",
+                              "--reason", "e2e refused", "--yes")
+            err = result.stderr.strip()
+            self.assertEqual(1, result.returncode, (cloud, err))
+            self.assertEqual(1, len(err.splitlines()), (cloud, err))
+            self.assertNotIn("Traceback", err)
+            self.assertIn("admin role", err, cloud)
+        self.assertEqual(before, self.host_row("fake-1"))
+        self.assertNotIn("CUSTOM_DRAIN_HOST", self.provider_traits(provider))
+
+        # Ironic's default policy: a project-scoped admin lists only its
+        # project's nodes (none here), or is refused.
+        nodes = self.cloud.state.facts["ironic_nodes"]
+        resp = self.admin.baremetal.get("/nodes", microversion="1.1")
+        project_sees = ([n["uuid"] for n in resp.json()["nodes"]]
+                        if resp.status_code == 200 else [])
+        self.assertEqual([], [u for u in project_sees if u in nodes],
+                         resp.text)
+        # The same clouds.yaml entry through the CLI: it asks Keystone
+        # for a system-scoped token for Ironic (osc_plugin/scope.py).
+        rows = json.loads(self.cli_ok("drain", "node", "show", *nodes,
+                                      "-f", "json"))
+        self.assertEqual(sorted(nodes), sorted(r["Node"] for r in rows))
+        self.assertEqual({"ironic-compute"}, {r["Host"] for r in rows})
+
+    def test_disabled_host_is_avoided(self) -> None:
+        self.assertActiveOn(self.boot("before-disable", "fake-1"), "fake-1")
+        self.cli_ok("compute", "service", "set", "--disable",
+                    "--disable-reason", "e2e", "fake-1", "nova-compute")
+        self.addCleanup(self.cli_ok, "compute", "service", "set", "--enable",
+                        "fake-1", "nova-compute")
+        self.assertAvoided(self.boot("disabled", "fake-1"))
+
+    def test_drain_host_end_to_end(self) -> None:
+        """start, the boot that avoids it, migrate, stop nova-compute,
+        finish: the service, the provider and the host mapping are gone."""
+        server = self.boot("to-move", "fake-2")
+        self.assertActiveOn(server, "fake-2")
+        provider = self.node_uuid("fake-2")
+        self.cli_ok("drain", "host", "start", "fake-2", "--reason",
+                    "e2e drain", "--yes")
+        self.assertIn("CUSTOM_DRAIN_HOST", self.provider_traits(provider))
+        self.assertAvoided(self.boot("drained", "fake-2"))
+
+        # An ACTIVE server live-migrates (nova/virt/fake.py live_migration
+        # calls back at once; the two computes are separate processes).
+        self.cli_ok("drain", "host", "migrate", "fake-2", "--yes")
+        moved = servers.show(self.admin, server["id"])
+        self.assertEqual("ACTIVE", moved["status"])
+        self.assertNotEqual("fake-2", moved[servers.HOST_FIELD])
+
+        self.cloud.kill("nova-compute-fake-2")
+        servers.wait_service(self.admin, "fake-2", "down")
+        self.cli_ok("drain", "host", "finish", "fake-2", "--yes")
+        self.assertIsNone(servers.compute_service(self.admin, "fake-2"))
+        resp = self.admin.placement.get(f"/resource_providers/{provider}")
+        self.assertEqual(404, resp.status_code, resp.text)
+        hosts = self.cloud.nova_manage("cell_v2", "list_hosts")
+        self.assertNotIn(" fake-2 ", hosts)
+        self.assertIn(" fake-1 ", hosts)
+
+    def test_killed_compute_is_avoided(self) -> None:
+        """After service_down_time (30 s in the cloud's nova.conf)."""
+        servers.wait_service(self.admin, "fake-3", "up")
+        self.cloud.kill("nova-compute-fake-3")
+        servers.wait_service(self.admin, "fake-3", "down")
+        self.assertAvoided(self.boot("down", "fake-3"))
