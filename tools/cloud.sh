@@ -30,17 +30,16 @@ CLOUD_REQS=(nova==34.0.0 openstack-placement==16.0.0 keystone==30.0.0
 
 # The services' packages, with the same pins either way: by the uv that
 # tools/setup.sh keeps in .venv-uv (its pin; NDF_INSTALLER=pip and a uv
-# that cannot be had mean pip). Bytecode is compiled at install, as pip
-# does: run-tests.sh sets PYTHONDONTWRITEBYTECODE, which the services
-# inherit, and they would compile Nova at every start otherwise. That
-# compile is most of the install: uv resolved and installed the same set
-# as pip (pip freeze identical) in 44 s without it, 462 s with it on the
-# loaded 2-core machine (doc/source/cloud.rst).
+# that cannot be had mean pip). As there, uv compiles no bytecode ahead:
+# uv resolved and installed the same set as pip (pip freeze identical) in
+# 44 s without compiling, 462 s with it, on the loaded 2-core machine;
+# each service compiles what it imports on first start (under run-tests.sh
+# into its .pycache/, elsewhere beside the sources, as Python does).
 cloud_reqs() {
     local pin=(-c tools/cloud-constraints.txt)
     if [ "${NDF_INSTALLER:-uv}" = uv ] && [ -x .venv-uv/bin/uv ]; then
         .venv-uv/bin/uv pip install --python .venv-cloud/bin/python \
-            --compile-bytecode "${pin[@]}" "${CLOUD_REQS[@]}" && return 0
+            "${pin[@]}" "${CLOUD_REQS[@]}" && return 0
         echo "cloud: uv failed; installing with pip" >&2
     fi
     .venv-cloud/bin/pip install --disable-pip-version-check "${pin[@]}" "${CLOUD_REQS[@]}"

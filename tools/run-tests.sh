@@ -98,7 +98,11 @@ if [ "${1:-}" = "--all-releases" ]; then
     shift
 fi
 
-export PYTHONDONTWRITEBYTECODE=1
+# Bytecode goes to .pycache/, not beside the sources: the checkout stays
+# clean, and the venvs' modules, installed uncompiled (tools/setup.sh),
+# are compiled once, on first import, by whichever process needs them.
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX="$PWD/.pycache"
 rc=0
 total_passed=0 total_failed=0 total_skipped=0
 summaries=()

@@ -56,8 +56,8 @@ done
 stamp() { cat "$@" | sha256sum | cut -d' ' -f1; }
 
 # The installer. uv installs the same pinned sets as pip, with parallel
-# downloads and bytecode compiled on every core: CI builds five venvs, and
-# pip took 95 to 143 s for each. It comes from PyPI into .venv-uv, once;
+# downloads and no bytecode compiled ahead (see quiet_pip): CI builds six
+# venvs, and pip took 95 to 143 s for each. It comes from PyPI into .venv-uv, once;
 # if that fails, pip does the work as before (NDF_INSTALLER=pip forces it).
 UV_PIN="uv==0.13.9"
 UV=""
@@ -73,14 +73,16 @@ fi
 # quiet_pip VENV ARGS...: pip's arguments, installed into VENV by uv (or
 # pip) with their chatter (and the warnings of this machine's pip
 # configuration) in VENV/pip.log; on failure, the tail of that log and
-# where to read the rest. Bytecode is compiled at install, as pip does:
-# the tests run with PYTHONDONTWRITEBYTECODE, so nothing compiles later.
+# where to read the rest. uv compiles no bytecode: that was most of an
+# install (a venv's whole tree, Nova's thousands of test modules
+# included), and Python compiles what is imported, once, on first use
+# (tools/run-tests.sh keeps it all under .pycache/).
 quiet_pip() {
     local venv=$1 ok=0
     shift
     if [ -n "$UV" ]; then
         [ "$*" = "-U pip" ] && return 0  # uv needs no newer pip in the venv
-        "$UV" pip install --python "$venv/bin/python" --compile-bytecode "$@" >> "$venv/pip.log" 2>&1 || ok=$?
+        "$UV" pip install --python "$venv/bin/python" "$@" >> "$venv/pip.log" 2>&1 || ok=$?
     else
         "$venv/bin/pip" install --disable-pip-version-check "$@" >> "$venv/pip.log" 2>&1 || ok=$?
     fi
