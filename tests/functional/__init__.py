@@ -29,3 +29,17 @@ import logging
 
 logging.getLogger().addHandler(logging.NullHandler())
 import nova.tests.functional  # noqa: E402, F401
+
+# Nova 33's harness gets Nova 34's changes for native threads
+# (tests/functional/nova33_harness.py), on threads only. The test is cheap
+# so that the services this package runs as processes (services/) do not
+# load Nova's fixtures for nothing.
+# isort: off
+from importlib import metadata  # noqa: E402
+from nova import monkey_patch  # noqa: E402
+# isort: on
+
+if metadata.version("nova").startswith("33.") and not monkey_patch.is_patched():
+    from tests.functional import nova33_harness
+
+    nova33_harness.install()

@@ -20,17 +20,22 @@ the choice when imported (``nova/tests/functional/__init__.py`` or, on Nova
 32, ``nova/test.py``, which ``integrated_helpers`` loads, as every
 functional test does here), and ``tests/functional/__init__.py`` imports
 it before any module of this package. This test fails if the second pass ran
-on eventlet after all, or the first on native threads.
+on eventlet after all, or the first on native threads, or if Nova 33's
+harness ran on threads without Nova 34's changes to it
+(``tests/functional/nova33_harness.py``) or with them anywhere else.
 """
 import os
 import sys
 import threading
+from importlib import metadata
 
 import testtools
+from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional import integrated_helpers  # noqa: F401
 from oslo_service import backend
 
 from nova_drain_filters.ironic_view import refresher as ironic_refresher
+from tests.functional import nova33_harness
 
 
 def native_requested() -> bool:
@@ -66,3 +71,14 @@ class ConcurrencyModeTest(testtools.TestCase):
         self.assertEqual(not native_requested(), same_os_thread)
         self.assertEqual(native_requested(),
                          ironic_refresher.green_hub() is None)
+
+    def test_nova33_harness_changes_only_on_nova33_threads(self) -> None:
+        nova33_threads = (metadata.version("nova").startswith("33.")
+                          and native_requested())
+        self.assertEqual(nova33_threads, nova33_harness.needed())
+        self.assertEqual(
+            nova33_threads,
+            nova_fixtures.CellDatabases is nova33_harness.CellDatabases)
+        self.assertEqual(
+            nova33_threads,
+            nova_fixtures.Database is nova33_harness.Database)
