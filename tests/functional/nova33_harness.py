@@ -120,7 +120,18 @@ class WriterLock(fixtures.Fixture):
             "_transaction_scope", scope))
 
 
-class Database(nova_fixtures.Database):
+class _WalDirectory:
+    """The temporary directory of a fixture's WAL files, removed with it."""
+
+    _directory: str | None = None
+
+    def cleanup(self) -> None:
+        super().cleanup()  # type: ignore[misc]
+        if self._directory:
+            shutil.rmtree(self._directory, ignore_errors=True)
+
+
+class Database(_WalDirectory, nova_fixtures.Database):
     """Nova 33's ``Database`` fixture, in a WAL file on threads.
 
     Nova 34's ``Database.setUp`` configures the new engine facade from
@@ -129,8 +140,6 @@ class Database(nova_fixtures.Database):
     ``configure`` doing the same. A fixture given its own connection keeps
     it, as in Nova 34.
     """
-
-    _directory: str | None = None
 
     def setUp(self) -> None:
         if self.connection is not None:
@@ -149,13 +158,8 @@ class Database(nova_fixtures.Database):
             super().setUp()
         self.useFixture(WriterLock())
 
-    def cleanup(self) -> None:
-        super().cleanup()
-        if self._directory:
-            shutil.rmtree(self._directory, ignore_errors=True)
 
-
-class CellDatabases(nova_fixtures.CellDatabases):
+class CellDatabases(_WalDirectory, nova_fixtures.CellDatabases):
     """Nova 33's ``CellDatabases``, each cell in a WAL file on threads.
 
     Mirrors Nova 34's ``CellDatabases.add_cell_database``, which gives each
@@ -168,7 +172,6 @@ class CellDatabases(nova_fixtures.CellDatabases):
     instead, and Nova 33's replay then fills every cell's file alike.
     """
 
-    _directory: str | None = None
     #: Nova's create_context_manager, which add_cell_database replaces for
     #: the length of its call (and so of _cache_schema's).
     _create = staticmethod(main_db_api.create_context_manager)
@@ -203,11 +206,6 @@ class CellDatabases(nova_fixtures.CellDatabases):
     def setUp(self) -> None:
         super().setUp()
         self.useFixture(WriterLock())
-
-    def cleanup(self) -> None:
-        super().cleanup()
-        if self._directory:
-            shutil.rmtree(self._directory, ignore_errors=True)
 
 
 def own_test_case_id(notifier: Any) -> Any:
