@@ -23,6 +23,7 @@ import json
 import shutil
 import sys
 
+from tests.functional.cloud import memory
 from tests.functional.cloud import up as up_module
 from tests.functional.cloud.state import CloudState
 from tests.functional.cloud.state import cloud_dir
@@ -40,11 +41,13 @@ def status(as_json: bool) -> int:
     state = CloudState.load(base)
     rows = [(name, state.procs[name]) for name in _order(state)]
     running = [name for name, proc in rows if proc.alive()]
+    used = memory.usage(state.procs[name].pid for name in running)
     if as_json:
         print(json.dumps({
             "state_dir": str(base),
             "processes": {n: {"pid": p.pid, "running": p.alive(),
                               "log": p.log} for n, p in rows},
+            "memory": used.as_dict(),
             "endpoints": state.endpoints, "facts": state.facts}, indent=2))
     else:
         for name, proc in rows:
@@ -52,6 +55,8 @@ def status(as_json: bool) -> int:
             print(f"{name:28} {word:8} pid {proc.pid:<8} {proc.log}")
         for name, url in sorted(state.endpoints.items()):
             print(f"{name:28} {url}")
+        if running:
+            print(f"{'memory':28} {used.text()} (with their children)")
         if "env_file" in state.facts:
             print(f"use it: . {state.facts['env_file']}")
     if rows and len(running) == len(rows):
