@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from oslo_log import log as oslo_log
+
 from tests.functional.services.ironic_server import ironic_config
 from tests.functional.services.rabbitmq_server import drain_event_options
 from tests.functional.services.rabbitmq_server import ironic_notification_config
@@ -149,6 +151,11 @@ def nova_conf(layout: Layout) -> Sections:
     nothing else enables this project.
     """
     data = layout.data("nova")
+    # The event listener takes its pool slot as a lock file there
+    # (nova_drain_filters/ironic_view/pools.py) and does not make the
+    # directory: without it the scheduler never listened and fell back to
+    # listing Ironic every 60 s.
+    (data / "locks").mkdir(exist_ok=True)
     events = {k: v for k, v in drain_event_options(layout.transport_url).items()}
     # The fallback listing every 60 s, not the tests' 1 s: a real cloud.
     events["baremetal_notifications_fallback_interval"] = 60
@@ -166,6 +173,15 @@ def nova_conf(layout: Layout) -> Sections:
             # delays one check-in does not make a live one look down.
             "report_interval": 5,
             "service_down_time": 30,
+            # This project's lines at DEBUG, the rest as oslo.log sets it:
+            # every request's summary line (with the instance) and every
+            # Ironic listing, each with the PID of the scheduler worker
+            # (oslo.log's format has %(process)d), which tells the tier
+            # (tests/e2e/workers.py) which worker served and when its view
+            # was ready.
+            "default_log_levels": ",".join(
+                [*oslo_log.get_default_log_levels(),
+                 "nova_drain_filters=DEBUG"]),
         },
         "api": {"auth_strategy": "keystone"},
         "api_database": {"connection": layout.db("nova_api")},
