@@ -80,6 +80,7 @@ class IronicView:
         self._verdict_logged: object = None
         self._policy_logged_at: float | None = None
         self._startup_logged = False
+        self._inherited = False  # a forked worker's snapshot is the parent's
         #: The last refresh error, None after a success.
         self.last_error: str | None = None
         self.refreshes = 0
@@ -179,6 +180,7 @@ class IronicView:
 
     def _forked(self) -> None:
         self._startup_logged = False
+        self._inherited = self.patches.current is not None
         self.patches.after_fork()
         if self._events is not None:  # the parent's connection, not ours
             self._events.healthy_at = None
@@ -193,14 +195,16 @@ class IronicView:
 
     def wait_until_ready(self) -> None:
         """Once per request: make sure the refresher runs; if this process
-        has no trusted snapshot and no listing has finished since its
-        refresher started, wait for one, but not past
+        has no trusted snapshot of its own and no listing has finished
+        since its refresher started, wait for one, but not past
         ``baremetal_startup_wait`` seconds after that start. Then the
         failure policy applies (logged once).
         """
         self.refresher.ensure_running()
         first = self.refresher.first_attempt
-        if self.trusted() is not None:
+        # Not on a snapshot inherited by a fork, however young: the parent,
+        # parked since, heard no event.
+        if self.trusted() is not None and (first.is_set() or not self._inherited):
             return
         wait = CONF.drain_filters.baremetal_startup_wait
         if not first.is_set():

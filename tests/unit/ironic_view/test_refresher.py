@@ -218,6 +218,24 @@ class TestFork(ThreadTestCase):
         self.wait_for(lambda: self.view.refreshes == 2, "the child's listing")
         self.assertEqual(2, self.made)  # the parent's connections dropped
 
+    def test_a_child_waits_for_its_own_listing(self) -> None:
+        """The parent's snapshot is young enough to trust, yet a forked
+        worker's first request waits for the worker's own listing: the
+        parent, parked since it forked, heard no event since (found on
+        the real cloud, tests/e2e: a replaced worker decided on it)."""
+        self.view.start()
+        self.wait_for(lambda: self.view.refreshes == 1, "the first listing")
+        self.addCleanup(self.view.refresher._stop.set)
+        self.useFixture(fixtures.MockPatch(
+            "nova_drain_filters.ironic_view.refresher.os.getpid",
+            return_value=os.getpid() + 1))
+        self.clock.advance(3)
+        self.assertIsNotNone(self.view.trusted())
+        self.client.hook = lambda: time.sleep(0.3)  # a listing takes time
+        self.view.refresher.after_fork_in_child()
+        self.view.wait_until_ready()
+        self.assertEqual(2, self.view.refreshes)
+
     def test_a_view_never_started_is_not_started_by_a_fork(self) -> None:
         self.view.refresher.after_fork_in_child()
         self.assertEqual([], self.ours())
