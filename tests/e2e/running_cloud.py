@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.functional.cloud import identity
+from tests.functional.cloud import memory
 from tests.functional.cloud.configs import Layout
 from tests.functional.cloud.state import CloudState
 from tests.functional.cloud.state import cloud_dir
@@ -76,6 +77,14 @@ class RunningCloud:
         """One line in ``.cloud/e2e.log``: the tier's timings and steps."""
         with open(self.log, "a") as out:
             out.write(f"{time.monotonic() - self.began:7.1f} s  {message}\n")
+
+    def memory_usage(self) -> memory.Usage:
+        """Every recorded process that runs, with its children."""
+        return memory.usage(p.pid for p in self.state.procs.values()
+                            if p.alive())
+
+    def note_memory(self, when: str) -> None:
+        self.note(f"memory {when}: {self.memory_usage().text()}")
 
     def start(self) -> None:
         status = _cloud_sh("status", timeout=60, log=self.log)

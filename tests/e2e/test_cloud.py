@@ -22,11 +22,14 @@ nova-compute is killed (``tools/cloud.sh up`` starts it again).
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 import unittest
 from typing import Any
 
 from tests.e2e import servers
+from tests.e2e import workers
 from tests.e2e.running_cloud import RunningCloud
 
 NO_VALID_HOST = "No valid host"
@@ -45,6 +48,8 @@ class CloudTest(unittest.TestCase):
         # Registered first: a start that fails half-way is stopped too.
         cls.addClassCleanup(cls.cloud.stop)
         cls.cloud.start()
+        # Runs before the stop above (class cleanups run last first).
+        cls.addClassCleanup(cls.cloud.note_memory, "at the end of the tier")
         cls.admin = cls.cloud.connect()
         cls.image = str(cls.cloud.state.facts["image"])
 
@@ -59,6 +64,7 @@ class CloudTest(unittest.TestCase):
             CloudTest.first_active = time.monotonic() - self.cloud.began
             self.cloud.note(f"first ACTIVE server, {CloudTest.first_active:.1f}"
                             " s after the tier began")
+            self.cloud.note_memory("after the first boot")
         return got
 
     def assertActiveOn(self, server: dict[str, Any], host: str) -> None:
@@ -175,3 +181,162 @@ class CloudTest(unittest.TestCase):
         self.cloud.kill("nova-compute-fake-3")
         servers.wait_service(self.admin, "fake-3", "down")
         self.assertAvoided(self.boot("down", "fake-3"))
+
+    # == Workers: nova-scheduler's two forked workers =====================
+    # tests/e2e/workers.py says how Nova 34 forks them and what SIGKILL and
+    # SIGHUP do. Which worker served is read from the scheduler's log (the
+    # PID on every line), never from a counter of ours. Each test leaves
+    # both workers running with their view ready.
+    def scheduler(self) -> tuple[int, workers.SchedulerLog]:
+        proc = self.cloud.state.procs["nova-scheduler"]
+        return proc.pid, workers.SchedulerLog(proc.log)
+
+    def new_workers(self, parent: int,
+                    keep: frozenset[int] = frozenset(),
+                    gone: frozenset[int] = frozenset()) -> set[int]:
+        """Wait (bounded) until ``parent`` has its two workers, with every
+        PID of ``keep`` and none of ``gone``."""
+        def both() -> set[int] | None:
+            found = workers.children(parent)
+            return (found if len(found) == 2 and keep <= found
+                    and not found & gone else None)
+        return workers.wait_for(f"2 workers of nova-scheduler ({parent})",
+                                both)
+
+    def ready_workers(self, parent: int, log: workers.SchedulerLog,
+                      **kwargs: frozenset[int]) -> frozenset[int]:
+        """:meth:`new_workers`, then each one's view ready (bounded)."""
+        pids = self.new_workers(parent, **kwargs)
+        for pid in pids:
+            workers.wait_for(f"the view of worker {pid}",
+                             lambda pid=pid: log.ready(pid))
+        return frozenset(pids)
+
+    def probe(self, log: workers.SchedulerLog,
+              want: frozenset[int]) -> dict[str, workers.Line]:
+        """Scheduling requests the Ironic view decides, two at a time, until
+        each PID of ``want`` served one (bounded: RabbitMQ hands the shared
+        ``scheduler`` queue's calls round-robin to the workers, so no boot
+        picks its worker). Each server's summary line, by server ID."""
+        flavor = workers.probe_flavor(self.admin)
+        served: dict[str, workers.Line] = {}
+        for round_ in range(workers.PROBE_ROUNDS):
+            ids = [servers.boot(self.admin, self.image,
+                                f"e2e-probe-{round_}-{i}", flavor=flavor)
+                   for i in range(2)]
+            for server in ids:
+                self.addCleanup(servers.delete, self.admin, server)
+            for server in ids:
+                self.assertAvoided(servers.wait_settled(self.admin, server))
+                served[server] = workers.wait_for(
+                    f"the summary line of {server}",
+                    lambda server=server: log.request(server), timeout=30)
+            if want <= {line.pid for line in served.values()}:
+                return served
+        self.fail(f"workers {sorted(want)} served none of {len(served)} "
+                  f"requests: {sorted({x.pid for x in served.values()})}")
+
+    def assertDecidedReady(self, log: workers.SchedulerLog,
+                           line: workers.Line) -> None:
+        """The worker's view was ready before its line, and our filters
+        passed every Ironic node offered (none in, none rejected, would
+        mean the view did not decide)."""
+        ready = log.ready(line.pid)
+        self.assertIsNotNone(ready, f"worker {line.pid} never ready")
+        assert ready is not None
+        self.assertLess(ready.index, line.index, line.msg)
+        self.assertRegex(line.msg, r": ([1-9]\d*) hosts in, \1 left: "
+                         r".*BaremetalAvailabilityFilter rejected 0")
+
+    def test_workers_both_serve_with_view_ready(self) -> None:
+        parent, log = self.scheduler()
+        pids = self.ready_workers(parent, log)
+        t0 = time.monotonic()
+        served = self.probe(log, pids)
+        for line in served.values():
+            self.assertIn(line.pid, pids)
+            self.assertDecidedReady(log, line)
+        self.cloud.note(f"workers {sorted(pids)} served {len(served)} "
+                        f"requests in {time.monotonic() - t0:.1f} s")
+
+    def test_workers_killed_worker_is_replaced(self) -> None:
+        parent, log = self.scheduler()
+        before = self.ready_workers(parent, log)
+        self.addCleanup(self.ready_workers, parent, log)
+        victim = max(before)
+        t0 = time.monotonic()
+        os.kill(victim, signal.SIGKILL)
+        (new,) = self.new_workers(parent, keep=before - {victim},
+                                  gone=frozenset({victim})) - before
+        forked = time.monotonic() - t0
+        # At once, not waiting for its view: its first request must wait.
+        self.probe(log, frozenset({new}))
+        first = log.first_request(new)
+        assert first is not None
+        self.assertDecidedReady(log, first)
+        # cotyledon/_service_manager.py _get_last_worker_died ("-9" here).
+        self.assertTrue(log.contains(parent,
+                                     f"Child {victim} killed by signal"))
+        self.cloud.note(f"worker {victim} killed: {new} forked "
+                        f"{forked:.1f} s later, served in "
+                        f"{time.monotonic() - t0:.1f} s")
+
+    def drained_boot(self, log: workers.SchedulerLog,
+                     name: str) -> tuple[int, list[str]]:
+        """Boot on the marked ``fake-1``: avoided. The worker that
+        served it and what it logged for it (our pre-filter's traits,
+        Nova's "no allocation candidates"), found by the request ID."""
+        server = self.boot(name, "fake-1")
+        self.assertAvoided(server)
+        req = workers.request_id(self.admin, server["id"])
+
+        def logged() -> list[workers.Line] | None:
+            lines = log.of_request(req)
+            return lines if any(workers.NO_CANDIDATES in x.msg
+                                for x in lines) else None
+        lines = workers.wait_for(f"the scheduler's lines for {req}",
+                                 logged, timeout=30)
+        self.assertEqual(1, len({x.pid for x in lines}), lines)
+        msgs = [x.msg for x in lines if x.msg.startswith(workers.PREFILTER)
+                or workers.NO_CANDIDATES in x.msg]
+        self.assertTrue(any(x.startswith(workers.PREFILTER)
+                            and "CUSTOM_DRAIN_HOST" in x for x in msgs), msgs)
+        return lines[0].pid, msgs
+
+    def test_workers_sighup_keeps_excluding(self) -> None:
+        """A host marked drained is avoided by the workers SIGHUP brings:
+        each logs the same for the request as the worker before."""
+        parent, log = self.scheduler()
+        before = self.ready_workers(parent, log)
+        self.addCleanup(self.ready_workers, parent, log)
+        # The drain's mark alone (the service stays enabled, so Nova's own
+        # COMPUTE_STATUS_DISABLED does not hide it): only our pre-filter
+        # excludes it. Straight in placement: the CLI costs 10 s a run here.
+        provider = self.node_uuid("fake-1")
+        workers.set_trait(self.admin, provider, "CUSTOM_DRAIN_HOST", True)
+        self.addCleanup(workers.set_trait, self.admin, provider,
+                        "CUSTOM_DRAIN_HOST", False)
+        pid, verdict = self.drained_boot(log, "sighup-before")
+        self.assertIn(pid, before)
+
+        t0 = time.monotonic()
+        os.kill(parent, signal.SIGHUP)  # the parent only, as an operator
+        after = self.ready_workers(parent, log, gone=before)
+        reloaded = time.monotonic() - t0
+        seen: set[int] = set()
+        for round_ in range(2 * workers.PROBE_ROUNDS):
+            pid, again = self.drained_boot(log, f"sighup-after-{round_}")
+            self.assertIn(pid, after)
+            self.assertEqual(verdict, again)
+            seen.add(pid)
+            if seen == after:
+                break
+        self.assertEqual(after, seen)
+        # Each old worker stopped itself gracefully (cotyledon's default
+        # Service.reload); the parent forked the new ones and runs on.
+        for old in before:
+            self.assertTrue(log.contains(
+                parent, f"Child {old} exited with status 0"), old)
+        self.assertTrue(self.cloud.state.procs["nova-scheduler"].alive())
+        self.cloud.note(f"SIGHUP: workers {sorted(before)} replaced by "
+                        f"{sorted(after)} in {reloaded:.1f} s")
