@@ -25,17 +25,17 @@ import json
 import os
 import signal
 import time
-import unittest
 from typing import Any
 
 from tests.e2e import servers
 from tests.e2e import workers
 from tests.e2e.running_cloud import RunningCloud
+from tests.e2e.workers_case import WorkersCase
 
 NO_VALID_HOST = "No valid host"
 
 
-class CloudTest(unittest.TestCase):
+class CloudTest(WorkersCase):
     cloud: RunningCloud
     admin: Any
     image: str
@@ -184,70 +184,10 @@ class CloudTest(unittest.TestCase):
 
     # == Workers: nova-scheduler's two forked workers =====================
     # tests/e2e/workers.py says how Nova 34 forks them and what SIGKILL and
-    # SIGHUP do. Which worker served is read from the scheduler's log (the
-    # PID on every line), never from a counter of ours. Each test leaves
-    # both workers running with their view ready.
-    def scheduler(self) -> tuple[int, workers.SchedulerLog]:
-        proc = self.cloud.state.procs["nova-scheduler"]
-        return proc.pid, workers.SchedulerLog(proc.log)
-
-    def new_workers(self, parent: int,
-                    keep: frozenset[int] = frozenset(),
-                    gone: frozenset[int] = frozenset()) -> set[int]:
-        """Wait (bounded) until ``parent`` has its two workers, with every
-        PID of ``keep`` and none of ``gone``."""
-        def both() -> set[int] | None:
-            found = workers.children(parent)
-            return (found if len(found) == 2 and keep <= found
-                    and not found & gone else None)
-        return workers.wait_for(f"2 workers of nova-scheduler ({parent})",
-                                both)
-
-    def ready_workers(self, parent: int, log: workers.SchedulerLog,
-                      **kwargs: frozenset[int]) -> frozenset[int]:
-        """:meth:`new_workers`, then each one's view ready (bounded)."""
-        pids = self.new_workers(parent, **kwargs)
-        for pid in pids:
-            workers.wait_for(f"the view of worker {pid}",
-                             lambda pid=pid: log.ready(pid))
-        return frozenset(pids)
-
-    def probe(self, log: workers.SchedulerLog,
-              want: frozenset[int]) -> dict[str, workers.Line]:
-        """Scheduling requests the Ironic view decides, two at a time, until
-        each PID of ``want`` served one (bounded: RabbitMQ hands the shared
-        ``scheduler`` queue's calls round-robin to the workers, so no boot
-        picks its worker). Each server's summary line, by server ID."""
-        flavor = workers.probe_flavor(self.admin)
-        served: dict[str, workers.Line] = {}
-        for round_ in range(workers.PROBE_ROUNDS):
-            ids = [servers.boot(self.admin, self.image,
-                                f"e2e-probe-{round_}-{i}", flavor=flavor)
-                   for i in range(2)]
-            for server in ids:
-                self.addCleanup(servers.delete, self.admin, server)
-            for server in ids:
-                self.assertAvoided(servers.wait_settled(self.admin, server))
-                served[server] = workers.wait_for(
-                    f"the summary line of {server}",
-                    lambda server=server: log.request(server), timeout=30)
-            if want <= {line.pid for line in served.values()}:
-                return served
-        self.fail(f"workers {sorted(want)} served none of {len(served)} "
-                  f"requests: {sorted({x.pid for x in served.values()})}")
-
-    def assertDecidedReady(self, log: workers.SchedulerLog,
-                           line: workers.Line) -> None:
-        """The worker's view was ready before its line, and our filters
-        passed every Ironic node offered (none in, none rejected, would
-        mean the view did not decide)."""
-        ready = log.ready(line.pid)
-        self.assertIsNotNone(ready, f"worker {line.pid} never ready")
-        assert ready is not None
-        self.assertLess(ready.index, line.index, line.msg)
-        self.assertRegex(line.msg, r": ([1-9]\d*) hosts in, \1 left: "
-                         r".*BaremetalAvailabilityFilter rejected 0")
-
+    # SIGHUP do; the helpers are WorkersCase's (tests/e2e/workers_case.py).
+    # Which worker served is read from the scheduler's log (the PID on
+    # every line), never from a counter of ours. Each test leaves both
+    # workers running with their view ready.
     def test_workers_both_serve_with_view_ready(self) -> None:
         parent, log = self.scheduler()
         pids = self.ready_workers(parent, log)
