@@ -187,12 +187,16 @@ e2e_summary() {
         return 0
     fi
     echo "== Nova $NEWEST (${SERIES[$NEWEST]}): the end-to-end tier on tools/cloud.sh's cloud" >&2
-    local began=$SECONDS
+    local began=$SECONDS notes="${NDF_CLOUD_DIR:-.cloud}/e2e.log" seen memory
+    seen=$(cat "$notes" 2>/dev/null | wc -l)
     # Native threads, as the cloud's own orchestrator runs (tools/cloud.sh).
     NDF_CONCURRENCY=1 OS_NOVA_DISABLE_EVENTLET_PATCHING=true \
         run_suite .venv .stestr-run-e2e.log ./tests --load-list "$list"
     rm -f "$list"
-    summaries+=("Nova $NEWEST (${SERIES[$NEWEST]}) end-to-end, real cloud: $passed passed, $failed failed, $skipped skipped; cloud and tests $((SECONDS - began))s (.cloud/e2e.log)")
+    # The cloud's memory as this run's tier noted it last (tests/e2e).
+    memory=$(tail -n +$((seen + 1)) "$notes" 2>/dev/null |
+             grep -o "memory at the end of the tier: .*" | tail -n 1)
+    summaries+=("Nova $NEWEST (${SERIES[$NEWEST]}) end-to-end, real cloud: $passed passed, $failed failed, $skipped skipped; cloud and tests $((SECONDS - began))s${memory:+; $memory} (.cloud/e2e.log)")
 }
 
 start=$SECONDS
