@@ -12,9 +12,8 @@
 
 """Event mode: Ironic's versioned notifications keep the Ironic view current.
 
-Each scheduler process (and each forked worker) runs one oslo.messaging
-notification listener in a pool of its own, so every process hears every
-event. A worker thread applies each event to the view: a node event whose
+Each scheduler process (and each forked worker) listens on a pool of its
+own, so every process hears every event. A worker thread applies each event to the view: a node event whose
 payload carries every field the view reads (Ironic's ``NodePayload`` 1.14
 and later) is applied as it is, with no request, so Ironic's load does not
 grow with the number of scheduler processes; any other event (an older
