@@ -13,15 +13,16 @@
 """Event mode: Ironic's versioned notifications keep the Ironic view current.
 
 Each scheduler process (and each forked worker) listens on a pool of its
-own, so every process hears every event. A worker thread applies each event to the view: a node event whose
-payload carries every field the view reads (Ironic's ``NodePayload`` 1.14
-and later) is applied as it is, with no request, so Ironic's load does not
-grow with the number of scheduler processes; any other event (an older
-payload, an allocation event) makes it re-read the node with one
-``GET /v1/nodes/{uuid}``. A ``delete.end`` takes the node out. Events for
-the same node that arrive while it waits are applied once, the last one;
-the events waiting together are applied as one batch, so that an event
-storm costs O(1) per event (``snapshot.py`` says how).
+own, so every process hears every event. A worker thread applies each
+event to the view: a node event whose payload carries every field the
+view reads (Ironic's ``NodePayload`` 1.14 and later) is applied as it is,
+with no request, so Ironic's load does not grow with the number of
+scheduler processes; any other event (an older payload, an allocation
+event) makes it re-read the node with one ``GET /v1/nodes/{uuid}``. A
+``delete.end`` takes the node out. Events for the same node that arrive
+while it waits are applied once, the last one; the events waiting
+together are applied as one batch, so that an event storm costs O(1) per
+event (``snapshot.py`` says how).
 Ironic may announce a transition only by its ``.start`` (a ``manage``
 gives ``provision_set.start`` in ``verifying`` and no ``.end``); the node
 then stays in that unusable state, which excludes it, until the next
