@@ -91,13 +91,15 @@ class _RawConsumer(impl_rabbit.Consumer):
 class QueueConsumer:
     """Consume one pool's queue in batches; the shape of an oslo server.
 
-    ``on_batch`` gets the messages of one wakeup and returns once they are
+    ``on_batch`` gets the messages of one wakeup and a ``keep_alive`` to
+    call every second or so while it waits, and returns once they are
     applied; only then is the batch acked. It must not raise (it is
     ``EventListener``'s, which drops what it cannot use).
     """
 
-    def __init__(self, transport: Any, exchange: str, topic: str,
-                 pool: str, on_batch: Callable[[list[Message]], None]) -> None:
+    def __init__(self, transport: Any, exchange: str, topic: str, pool: str,
+                 on_batch: Callable[[list[Message], Callable[[], None]],
+                                    None]) -> None:
         self._transport = transport
         self._exchange = exchange
         self._topic = topic
@@ -161,6 +163,21 @@ class QueueConsumer:
             return bool(self._conn.connection.connected)
         except AttributeError:
             return False
+
+    def keep_alive(self) -> None:
+        """Send the broker a heartbeat while a batch is being applied.
+
+        A listening ``Connection`` has no heartbeat thread (impl_rabbit.py
+        starts one only to send); its heartbeats go out while it reads. A
+        long apply (many re-reads) must not let the broker drop us.
+        """
+        conn = self._conn
+        try:
+            with conn._connection_lock:
+                if conn._heartbeat_supported_and_enabled():
+                    conn.connection.connection.send_heartbeat()
+        except Exception:  # a lost connection: the next read reconnects
+            LOG.debug("Could not send a heartbeat", exc_info=True)
 
     # the loop -----------------------------------------------------------------
 
@@ -229,7 +246,7 @@ class QueueConsumer:
                 LOG.warning("Dropped an undecodable Ironic notification: "
                             "%.200s", exc)
         self.batches += 1
-        self._on_batch(batch)
+        self._on_batch(batch, self.keep_alive)
         last = messages[-1]
         conn = self._conn
         with conn._connection_lock:

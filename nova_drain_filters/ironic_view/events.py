@@ -309,7 +309,8 @@ class EventListener:
             self._queued += 1
             self._wake.notify()
 
-    def on_batch(self, messages: list[consumer.Message]) -> None:
+    def on_batch(self, messages: list[consumer.Message],
+                 keep_alive: Callable[[], None] = lambda: None) -> None:
         """Queue a consumer's batch; return once it is applied.
 
         The consumer acks the batch when this returns, so a crash before
@@ -320,9 +321,13 @@ class EventListener:
         deadline = time.monotonic() + APPLIED_WAIT
         with self._wake:
             target = self._queued
-            while (self._done < target and not self._stop.is_set()
-                   and time.monotonic() < deadline):
-                self._wake.wait(min(1.0, max(0.0, deadline - time.monotonic())))
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            with self._wake:
+                if self._done >= target or self._wake.wait_for(
+                        lambda: self._done >= target or self._stop.is_set(),
+                        1.0):
+                    return
+            keep_alive()
 
     def _apply_loop(self) -> None:
         while not self._stop.is_set():

@@ -81,7 +81,8 @@ class ConsumerTest(testtools.TestCase):
                  on_batch: Callable[[list[consumer.Message]], None]
                  ) -> consumer.QueueConsumer:
         queue_consumer = consumer.QueueConsumer(
-            transport, self.exchange, TOPIC, self.pool, on_batch)
+            transport, self.exchange, TOPIC, self.pool,
+            lambda batch, keep_alive: on_batch(batch))
         queue_consumer.start()
         self.addCleanup(queue_consumer.wait)
         self.addCleanup(queue_consumer.stop)
@@ -150,6 +151,7 @@ class ConsumerTest(testtools.TestCase):
         again = self.queue()
         for key in ("durable", "auto_delete", "arguments"):
             self.assertEqual(declared[key], again[key], key)
+        ours.keep_alive()  # what a long apply sends while it waits
         nodes = [str(uuid.uuid4()) for _ in range(3)]
         self.publish(nodes)
         self.wait_for("three events", lambda: len(got) == 3)

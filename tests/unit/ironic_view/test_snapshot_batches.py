@@ -289,12 +289,14 @@ class TestListenerBatches(helpers.ViewTestCase):
         messages = [("baremetal.node.delete.end",
                      helpers.payload(uuid=uuid(i))) for i in range(50)]
         returned_at: list[int] = []
+        beats: list[float] = []
         caller = threading.Thread(target=lambda: (
-            self.listener.on_batch(messages),
+            self.listener.on_batch(messages, lambda: beats.append(1)),
             returned_at.append(self.listener.applied)))
         caller.start()
-        self.listener._stop.wait(0.2)
+        self.listener._stop.wait(1.3)
         self.assertEqual([], returned_at)  # no apply loop yet: it waits
+        self.assertTrue(beats)  # and keeps the connection alive meanwhile
         thread = threading.Thread(target=self.listener._apply_loop)
         thread.start()
         try:
