@@ -390,36 +390,3 @@ def next_delay(attempt: int, remaining: float) -> float:
     """Backoff for polling: 1, 2, 4 ... up to MAX_DELAY s, never past the
     deadline."""
     return max(0.0, min(float(2 ** min(attempt, 5)), MAX_DELAY, remaining))
-
-
-@dataclasses.dataclass(frozen=True)
-class BaremetalFacts:
-    """One Ironic node for ``drain node``: its mark and what it runs."""
-
-    label: str
-    node: NodeMark
-    host: str | None
-    instance: str | None
-    consumers: tuple[str, ...] = ()
-
-
-def node_phase(facts: BaremetalFacts) -> Phase:
-    """Active without the mark; Draining while an instance or allocation
-    remains; Drained after."""
-    if not facts.node.marked:
-        return Phase.ACTIVE
-    if facts.instance or facts.consumers:
-        return Phase.DRAINING
-    return Phase.DRAINED
-
-
-def plan_node(nodes: Sequence[BaremetalFacts], start: bool) -> Plan:
-    """Mark (``start``) or unmark each node, on Ironic and its provider."""
-    plan = Plan()
-    for facts in nodes:
-        steps = mark_steps(facts.label, [facts.node], on=start)
-        plan.steps.extend(steps)
-        if not steps:
-            plan.done.append(Refusal(
-                facts.label, "already marked" if start else "not marked"))
-    return plan

@@ -36,6 +36,7 @@ from typing import Protocol
 from typing import TypeVar
 
 from nova_drain_filters import decisions
+from nova_drain_filters import listing_trust
 from nova_drain_filters import orphan_clear
 from nova_drain_filters import stale
 from nova_drain_filters.clients import compute
@@ -230,7 +231,7 @@ class NovaViewIncomplete(Exception):
     """Nova's records lack too many of placement's compute node roots to be
     believed: every allocation on them would look orphaned."""
 
-    def __init__(self, verdict: decisions.ListingVerdict) -> None:
+    def __init__(self, verdict: listing_trust.ListingVerdict) -> None:
         super().__init__(str(verdict))
         self.verdict = verdict
 
@@ -246,14 +247,14 @@ def compute_roots(
     One ``COMPUTE_NODE`` query, only when a root has no compute node record
     (otherwise the empty set, and no request). Raises NovaViewIncomplete
     when Nova's records lack more than ``max_missing_fraction`` of those
-    roots (``decisions.listing_verdict``): a nova.conf of another cloud, an
+    roots (``listing_trust.listing_verdict``): a nova.conf of another cloud, an
     unmapped cell or an empty database.
     """
     if not roots_without_record(providers, nodes):
         return set()
     marked = {p["uuid"] for p in client.providers(
         required=COMPUTE_NODE_TRAIT)}
-    verdict = decisions.listing_verdict(
+    verdict = listing_trust.listing_verdict(
         marked, set(nodes), max_missing_fraction,
         listing="Nova's list of compute node records",
         things="compute node providers in placement (COMPUTE_NODE)")

@@ -47,6 +47,7 @@ from collections.abc import Sequence
 
 from nova_drain_filters import decisions
 from nova_drain_filters import drain
+from nova_drain_filters import node_drain
 from nova_drain_filters import traits
 from nova_drain_filters.clients import compute
 
@@ -208,7 +209,7 @@ def judge(p: Picture) -> list[NodeVerdict]:
         node = (p.ironic or {}).get(hv.hypervisor_hostname)
         if not keys and node is not None and decisions.is_ironic(
                 hv.hypervisor_type):
-            keys = _drained(drain.node_phase(drain.BaremetalFacts(
+            keys = _drained(node_drain.node_phase(node_drain.BaremetalFacts(
                 hv.hypervisor_hostname, _mark(p, hv), hv.host,
                 node.instance_uuid)))
         svc = services.get(hv.host)

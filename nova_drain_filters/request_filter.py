@@ -34,17 +34,15 @@ re-create the trait and send the query again (``TraitGuard.repair``).
 
 Inside nova-scheduler it reaches placement through Nova's own report client
 (``clients/nova_report.py``); only where Nova is not installed does it build
-its own adapter from ``[placement]``.
+its own adapter from ``[placement]`` (``trait_store.py``).
 """
 import dataclasses
 import enum
-import importlib
 import threading
 import time
 from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Any
-from typing import Protocol
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -52,8 +50,7 @@ from oslo_log import log as logging
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import nova_compat
 from nova_drain_filters import status_hidden
-from nova_drain_filters.clients import http
-from nova_drain_filters.clients import placement
+from nova_drain_filters import trait_store
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
@@ -71,65 +68,6 @@ RETRY_SECONDS = 30.0
 QUIET_SECONDS = 1.0
 #: How long a repair waits for a trait check under way in another thread.
 REPAIR_WAIT_SECONDS = 5.0
-
-
-class TraitStore(Protocol):
-    """Where the traits live: Nova's report client, or our own adapter."""
-
-    def existing_traits(
-        self, names: Sequence[str], global_request_id: str | None = None,
-    ) -> set[str]:
-        """Return which of ``names`` placement knows."""
-
-    def create_trait(
-        self, name: str, global_request_id: str | None = None,
-    ) -> None:
-        """Create a custom trait (idempotent)."""
-
-    def watch(self, handler: Any) -> None:
-        """Let ``handler`` repair failed allocation candidate queries."""
-
-    def roots_with_trait(
-        self, name: str, global_request_id: str | None = None,
-    ) -> list[str]:
-        """Names of the root providers carrying trait ``name``."""
-
-
-class OwnPlacementTraits:
-    """Our own ``[placement]`` adapter, for a process without Nova."""
-
-    def __init__(self, client: placement.PlacementClient) -> None:
-        self.client = client
-
-    def existing_traits(
-        self, names: Sequence[str], global_request_id: str | None = None,
-    ) -> set[str]:
-        return self.client.existing_traits(names)
-
-    def create_trait(
-        self, name: str, global_request_id: str | None = None,
-    ) -> None:
-        self.client.ensure_trait(name)
-
-    def watch(self, handler: Any) -> None:
-        """No Nova here, so no candidate query to watch."""
-
-    def roots_with_trait(
-        self, name: str, global_request_id: str | None = None,
-    ) -> list[str]:
-        return placement.root_names(self.client.providers(required=name))
-
-
-def _default_store() -> TraitStore:
-    """Nova's report client inside Nova; our own adapter where no Nova is."""
-    try:
-        nova_report = importlib.import_module(
-            "nova_drain_filters.clients.nova_report")
-    except ImportError:
-        return OwnPlacementTraits(placement.PlacementClient(
-            http.adapter_from_conf(CONF, "placement", "placement")))
-    store: TraitStore = nova_report.NovaPlacementTraits()
-    return store
 
 
 class Skip(enum.Enum):
@@ -195,11 +133,12 @@ class TraitGuard:
 
     def __init__(
         self,
-        store_factory: Callable[[], TraitStore] = _default_store,
+        store_factory: Callable[[], trait_store.TraitStore] = (
+            trait_store.default_store),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store_factory = store_factory
-        self._store: TraitStore | None = None
+        self._store: trait_store.TraitStore | None = None
         self._clock = clock
         self._lock = threading.Lock()
         self._known: frozenset[str] = frozenset()
@@ -316,7 +255,7 @@ class TraitGuard:
 
 
 _guard = TraitGuard()
-_hidden = status_hidden.HiddenNodes(_default_store)
+_hidden = status_hidden.HiddenNodes(trait_store.default_store)
 
 #: Takes each request's outcome: ``filters/summary.py`` ``record_prefilter``,
 #: wired by ``nova_drain_filters.filters`` when Nova loads it, so that this
@@ -335,7 +274,7 @@ def reset() -> None:
     """Forget what is known about placement (for tests)."""
     global _guard, _hidden
     _guard = TraitGuard()
-    _hidden = status_hidden.HiddenNodes(_default_store)
+    _hidden = status_hidden.HiddenNodes(trait_store.default_store)
 
 
 def drain_traits_filter(ctxt: Any, request_spec: Any) -> bool:

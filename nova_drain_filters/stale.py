@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 from nova_drain_filters import conf
 from nova_drain_filters import decisions
+from nova_drain_filters import listing_trust
 from nova_drain_filters.clients import compute
 
 COMPUTE_NODE = "compute_node"
@@ -56,22 +57,22 @@ class UntrustedListing(Exception):
     Raised instead of calling those nodes deleted; ``verdict`` has the counts.
     """
 
-    def __init__(self, verdict: decisions.ListingVerdict) -> None:
+    def __init__(self, verdict: listing_trust.ListingVerdict) -> None:
         self.verdict = verdict
         super().__init__(str(verdict))
 
 
 def judge_listing(nodes: Iterable[decisions.NodeFacts],
                   listed: Collection[str],
-                  max_fraction: float) -> decisions.ListingVerdict:
-    """``decisions.listing_verdict`` over the Ironic records among ``nodes``.
+                  max_fraction: float) -> listing_trust.ListingVerdict:
+    """``listing_trust.listing_verdict`` over the Ironic records among ``nodes``.
 
     An Ironic compute node is named after its Ironic node's UUID
     (``nova/virt/ironic/driver.py`` ``_node_resource``:
     ``hypervisor_hostname = node.uuid``), so ``listed`` is the listing's UUIDs.
     """
     known = {n.nodename for n in nodes if decisions.is_ironic(n.hypervisor_type)}
-    return decisions.listing_verdict(known, listed, max_fraction)
+    return listing_trust.listing_verdict(known, listed, max_fraction)
 
 
 @dataclasses.dataclass(frozen=True)

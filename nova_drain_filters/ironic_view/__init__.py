@@ -40,6 +40,7 @@ from oslo_log import log as logging
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
+from nova_drain_filters import listing_trust
 from nova_drain_filters.clients import ironic
 from nova_drain_filters.ironic_view import credentials
 from nova_drain_filters.ironic_view import known
@@ -249,7 +250,7 @@ class IronicView:
 
     def listing_verdict(
         self, snap: snapshot.Snapshot
-    ) -> decisions.ListingVerdict:
+    ) -> listing_trust.ListingVerdict:
         """The blast-radius verdict on ``snap`` over the nodes Nova knows.
 
         Cached per snapshot and number of known nodes; logged once per

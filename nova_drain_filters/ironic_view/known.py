@@ -16,13 +16,13 @@
 placement offered this process's requests over the last one to two
 ``KNOWN_WINDOW``. Placement offers free nodes only, so this is a lower
 bound: enough to see that a listing lacks most of them
-(``decisions.listing_verdict``). No I/O here.
+(``listing_trust.listing_verdict``). No I/O here.
 """
 from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
 
-from nova_drain_filters import decisions
+from nova_drain_filters import listing_trust
 
 #: A node counts as known to Nova for this long after a request last
 #: offered it (two windows are kept, so between one and two hours).
@@ -39,7 +39,7 @@ class KnownNodes:
         self._known: set[str] = set()
         self._known_before: set[str] = set()
         self._known_since = clock()
-        self._verdict: tuple[object, int, decisions.ListingVerdict] | None = (
+        self._verdict: tuple[object, int, listing_trust.ListingVerdict] | None = (
             None)
 
     def observe(self, node_uuids: Iterable[str]) -> None:
@@ -60,14 +60,14 @@ class KnownNodes:
         return self._first_seen[node_uuid]
 
     def verdict(self, listing: object, listed: Collection[str],
-                max_fraction: float) -> decisions.ListingVerdict:
-        """``decisions.listing_verdict`` over the known nodes, cached per
+                max_fraction: float) -> listing_trust.ListingVerdict:
+        """``listing_trust.listing_verdict`` over the known nodes, cached per
         listing (by identity) and number of known nodes."""
         size = len(self._known) + len(self._known_before)
         cached = self._verdict
         if cached is not None and cached[0] is listing and cached[1] == size:
             return cached[2]
-        verdict = decisions.listing_verdict(
+        verdict = listing_trust.listing_verdict(
             self._known | self._known_before, listed, max_fraction)
         self._verdict = (listing, size, verdict)
         return verdict

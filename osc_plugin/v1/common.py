@@ -30,6 +30,7 @@ from osc_lib.command import command
 from oslo_utils import uuidutils
 
 from nova_drain_filters import decisions
+from nova_drain_filters import listing_trust
 from nova_drain_filters import orphans
 from nova_drain_filters import stale
 from nova_drain_filters.clients import compute
@@ -122,7 +123,8 @@ def add_missing_fraction_option(parser: argparse.ArgumentParser,
              "[drain_filters] ironic_missing_max_fraction)")
 
 
-def untrusted(client: drain_client_mod.DrainClient, verdict: decisions.ListingVerdict,
+def untrusted(client: drain_client_mod.DrainClient,
+              verdict: listing_trust.ListingVerdict,
               fraction: float) -> str:
     """Why an Ironic listing is not believed, and what to do about it."""
     scope = client.token_scope()
@@ -133,7 +135,7 @@ def untrusted(client: drain_client_mod.DrainClient, verdict: decisions.ListingVe
             + "; if the nodes really are gone, raise --max-missing-fraction")
 
 
-def nova_view_refused(verdict: decisions.ListingVerdict, what: str,
+def nova_view_refused(verdict: listing_trust.ListingVerdict, what: str,
                       nova_config: str | None,
                       fraction: float) -> exceptions.CommandError:
     """The one-line refusal when Nova's records lack placement's compute
@@ -169,7 +171,7 @@ def ironic_listing(
     hypervisors: Iterable[compute.Hypervisor], fraction: float,
     extra_fields: Sequence[str] = (),
 ) -> tuple[dict[str, decisions.IronicNodeFacts] | None,
-           decisions.ListingVerdict | None]:
+           listing_trust.ListingVerdict | None]:
     """Ironic's nodes by UUID and the listing's verdict; (None, None)
     without Ironic in the catalog, (None, verdict) when it is not trusted
     (``stale.judge_listing``: empty, or lacking too many nodes Nova knows).
@@ -192,7 +194,7 @@ def check_budget(acting: int, total: int, what: str,
     token, a missing cell) makes everything look stale or orphaned; one run
     must not act on all of it.
     """
-    allowed = decisions.allowed_count(total, max_fraction)
+    allowed = listing_trust.allowed_count(total, max_fraction)
     if acting > allowed:
         raise exceptions.CommandError(
             f"refusing to act on {acting} of {total} {what} in one run: "

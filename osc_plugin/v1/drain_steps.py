@@ -24,6 +24,7 @@ from typing import ClassVar
 
 from nova_drain_filters import decisions
 from nova_drain_filters import drain
+from nova_drain_filters import node_drain
 from nova_drain_filters import orphans
 from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import http
@@ -141,7 +142,7 @@ def _load(client: drain_client.DrainClient, hosts: Sequence[str],
 
 
 def gather_nodes(client: drain_client.DrainClient, idents: Sequence[str]
-                 ) -> tuple[list[drain.BaremetalFacts], list[str]]:
+                 ) -> tuple[list[node_drain.BaremetalFacts], list[str]]:
     """Facts for Ironic nodes by UUID or name; and the idents not found."""
     found, unknown = [], []
     hosts = {hv.uuid: hv.host for hv in client.nova.hypervisors()}
@@ -157,7 +158,7 @@ def gather_nodes(client: drain_client.DrainClient, idents: Sequence[str]
             have, provider = set(), False
         consumers = tuple(sorted(client.placement.provider_allocations(
             node.uuid))) if provider else ()
-        found.append(drain.BaremetalFacts(
+        found.append(node_drain.BaremetalFacts(
             label=ident, host=hosts.get(node.uuid),
             instance=node.instance_uuid, consumers=consumers,
             node=drain.NodeMark(

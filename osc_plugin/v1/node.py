@@ -22,6 +22,7 @@ from typing import Any
 from osc_lib import exceptions
 
 from nova_drain_filters import drain
+from nova_drain_filters import node_drain
 from osc_plugin import client as drain_client
 from osc_plugin.v1 import common
 from osc_plugin.v1 import drain_steps
@@ -37,14 +38,14 @@ def _marked_on(mark: drain.NodeMark) -> str:
                     if yes)
 
 
-def _row(facts: drain.BaremetalFacts) -> tuple[Any, ...]:
+def _row(facts: node_drain.BaremetalFacts) -> tuple[Any, ...]:
     return (facts.node.uuid, facts.node.name, facts.host or "",
-            drain.node_phase(facts).value, facts.instance or "",
+            node_drain.node_phase(facts).value, facts.instance or "",
             len(facts.consumers), _marked_on(facts.node))
 
 
 def _gather(client: drain_client.DrainClient,
-            idents: list[str]) -> list[drain.BaremetalFacts]:
+            idents: list[str]) -> list[node_drain.BaremetalFacts]:
     if not client.has_ironic():
         raise exceptions.CommandError(
             "no baremetal endpoint in the catalog: 'drain node' needs Ironic")
@@ -96,7 +97,7 @@ class _NodeChange(drain_steps.DrainChange):
     def make_plan(self, parsed_args: argparse.Namespace
                   ) -> planned.Plan[drain.Step]:
         facts = _gather(self.client, common.unique(parsed_args.nodes))
-        return drain_steps.as_plan(drain.plan_node(facts, start=self.start))
+        return drain_steps.as_plan(node_drain.plan_node(facts, start=self.start))
 
 
 class StartNode(_NodeChange):

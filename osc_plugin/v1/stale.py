@@ -20,6 +20,7 @@ from typing import Any
 from osc_lib import exceptions
 
 from nova_drain_filters import decisions
+from nova_drain_filters import listing_trust
 from nova_drain_filters import orphan_clear
 from nova_drain_filters import orphans
 from nova_drain_filters import stale
@@ -63,7 +64,7 @@ class Facts:
             compute = {t.root for t in trees.values() if not t.recorded}
             names = {t.root: t.node for t in trees.values()}
             #: The Ironic listing's verdict; None without Ironic.
-            self.verdict: decisions.ListingVerdict | None
+            self.verdict: listing_trust.ListingVerdict | None
             ironic_nodes, self.verdict = common.ironic_listing(
                 client, self.hypervisors, max_missing_fraction)
             now = datetime.datetime.now(datetime.timezone.utc)

@@ -15,6 +15,7 @@ import testtools
 
 from nova_drain_filters import decisions
 from nova_drain_filters import drain
+from nova_drain_filters import node_drain
 from nova_drain_filters.drain import Action
 from nova_drain_filters.drain import Phase
 
@@ -245,8 +246,8 @@ class TestPlanFinish(testtools.TestCase):
 
 class TestNodes(testtools.TestCase):
     def facts(self, mark: drain.NodeMark, instance: str | None = None,
-              consumers: tuple[str, ...] = ()) -> drain.BaremetalFacts:
-        return drain.BaremetalFacts("bm", mark, "c1", instance, consumers)
+              consumers: tuple[str, ...] = ()) -> node_drain.BaremetalFacts:
+        return node_drain.BaremetalFacts("bm", mark, "c1", instance, consumers)
 
     def test_phase_truth_table(self) -> None:
         marked = node(ironic=True, ironic_mark=True)
@@ -255,18 +256,18 @@ class TestNodes(testtools.TestCase):
                  (marked, None, ("c1",), Phase.DRAINING),
                  (marked, None, (), Phase.DRAINED)]
         for mark, instance, consumers, expected in table:
-            self.assertEqual(expected, drain.node_phase(
+            self.assertEqual(expected, node_drain.node_phase(
                 self.facts(mark, instance, consumers)))
 
     def test_start_and_cancel(self) -> None:
         half = self.facts(node("u", ironic=True, placement=True))
         self.assertEqual([("bm", A.MARK_NODE, "u")],
-                         steps(drain.plan_node([half], True)))
+                         steps(node_drain.plan_node([half], True)))
         self.assertEqual([("bm", A.UNMARK_PROVIDER, "u")],
-                         steps(drain.plan_node([half], False)))
+                         steps(node_drain.plan_node([half], False)))
         none = self.facts(node("u", ironic=True))
         self.assertEqual(["bm: not marked"], [
-            str(d) for d in drain.plan_node([none], False).done])
+            str(d) for d in node_drain.plan_node([none], False).done])
 
 
 class TestHelpers(testtools.TestCase):

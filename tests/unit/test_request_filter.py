@@ -28,6 +28,7 @@ from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import filters as drain_filters
 from nova_drain_filters import request_filter
 from nova_drain_filters import status_hidden
+from nova_drain_filters import trait_store
 from nova_drain_filters import traits
 from nova_drain_filters.clients import placement
 from nova_drain_filters.filters import summary
@@ -289,7 +290,7 @@ class TestOwnPlacementTraits(testtools.TestCase):
     def test_uses_the_placement_client(self) -> None:
         client = mock.Mock(spec=placement.PlacementClient)
         client.existing_traits.return_value = {A}
-        store = request_filter.OwnPlacementTraits(client)
+        store = trait_store.OwnPlacementTraits(client)
         self.assertEqual({A}, store.existing_traits([A, B], "req-1"))
         client.existing_traits.assert_called_once_with([A, B])
         store.create_trait(B)
@@ -298,21 +299,21 @@ class TestOwnPlacementTraits(testtools.TestCase):
 
     def test_default_store_is_novas_client_when_nova_is_there(self) -> None:
         from nova_drain_filters.clients import nova_report
-        self.assertIsInstance(request_filter._default_store(),
+        self.assertIsInstance(trait_store.default_store(),
                               nova_report.NovaPlacementTraits)
 
     def test_default_store_without_nova(self) -> None:
         adapter = object()
         from_conf = self.useFixture(fixtures.MockPatchObject(
-            request_filter.http, "adapter_from_conf",
+            trait_store.http, "adapter_from_conf",
             return_value=adapter)).mock
         # An import of a module set to None in sys.modules fails, as
         # importing Nova does where it is not installed.
         self.useFixture(fixtures.MockPatchObject(sys, "modules", {
             **sys.modules, "nova_drain_filters.clients.nova_report": None}))
-        store = request_filter._default_store()
-        self.assertIsInstance(store, request_filter.OwnPlacementTraits)
-        assert isinstance(store, request_filter.OwnPlacementTraits)
+        store = trait_store.default_store()
+        self.assertIsInstance(store, trait_store.OwnPlacementTraits)
+        assert isinstance(store, trait_store.OwnPlacementTraits)
         self.assertIs(adapter, store.client.adapter)
         from_conf.assert_called_once_with(cfg.CONF, "placement", "placement")
 
