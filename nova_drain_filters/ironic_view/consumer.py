@@ -38,6 +38,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import kombu.compression
 from oslo_log import log as logging
 from oslo_messaging._drivers import common as rpc_common
 from oslo_messaging._drivers import impl_rabbit
@@ -240,8 +241,13 @@ class QueueConsumer:
         batch = []
         for message in messages:
             try:
-                batch.append(decode(message.body))
-            except (ValueError, TypeError, UnicodeDecodeError) as exc:
+                body = message.body
+                # A sender's [oslo_messaging_rabbit] kombu_compression.
+                compression = (message.headers or {}).get("compression")
+                if compression:
+                    body = kombu.compression.decompress(body, compression)
+                batch.append(decode(body))
+            except Exception as exc:
                 self.undecodable += 1
                 LOG.warning("Dropped an undecodable Ironic notification: "
                             "%.200s", exc)
