@@ -38,8 +38,14 @@ MIN_POLL, MAX_POLL, POLL_FRACTION = 0.25, 30.0, 0.2
 #: the longest, as a share of a move's mean duration, and never under a
 #: second (nothing is looked at every second for long).
 DUE_POLL, DUE_FRACTION, DUE_CAP, DUE_CAP_FLOOR = 0.1, 0.5, 0.1, 1.0
+#: Nova's stamps in its API are whole seconds (rounded down).
+STAMP_RESOLUTION = 1.0
 #: Backoff before a retry: 2, 4, 8 ... seconds up to this.
 MAX_RETRY_DELAY = 60.0
+#: How far apart the clocks stamping a migration record may be (Nova's
+#: conductor and computes write ``updated_at``), and ours from theirs:
+#: the margin of a poll's ``changes-since``.
+CLOCK_SKEW = 60.0
 
 
 class Action(str, enum.Enum):
@@ -247,15 +253,35 @@ def poll_delay(since_change: float, remaining: float) -> float:
     return max(0.0, min(wanted, remaining))
 
 
+def took(posted: float, looks: tuple[float, float],
+         stamps: tuple[float | None, float | None]) -> float | None:
+    """How long a move took from its POST to its ``ARRIVES`` status.
+
+    ``looks``: when the last poll that did not see it arrived and the
+    first that did read Nova (our clock). Nova's stamps (``created_at``,
+    ``updated_at``) are whole seconds, so a duration from them is up to a
+    second off (and starts at the record, not the POST); two looks closer
+    than STAMP_RESOLUTION bracket the arrival better, and their middle is
+    used. None with neither.
+    """
+    before, seen = max(looks[0], posted), looks[1]
+    if seen - before < STAMP_RESOLUTION:
+        return max(0.0, (before + seen) / 2 - posted)
+    created, updated = stamps
+    if created is None or updated is None:
+        return None
+    return max(0.0, updated - created)
+
+
 def expected_duration(durations: Iterable[float]
                       ) -> tuple[float, float] | None:
     """When a move should reach its ``ARRIVES`` status, from the moves of
-    this run that got there: ``(due, mean)``.
+    this run that got there (:func:`took`): ``(due, mean)``.
 
-    The mean, since Nova's stamps are whole seconds and the mean of their
-    differences is the true mean; a move is due one standard deviation
-    before it (never before the quickest seen), so the half of the moves
-    that are quicker than the mean is not seen only at the mean.
+    The mean, since a stamp's or a look's error averages out; a move is
+    due one standard deviation before it (never before the quickest
+    seen), so the half of the moves that are quicker than the mean is not
+    seen only at the mean.
     """
     found = list(durations)
     if not found:
@@ -286,6 +312,26 @@ def look_delay(since_change: float,
         return min(-since_due, MAX_POLL)
     cap = min(MAX_POLL, max(DUE_CAP_FLOOR, DUE_CAP * mean))
     return min(max(DUE_FRACTION * since_due, DUE_POLL), cap)
+
+
+def changes_since(marks: Iterable[float], now: float) -> float:
+    """The ``changes-since`` of a poll (epoch seconds): CLOCK_SKEW before
+    the oldest of ``marks``, each a flying move's last change as Nova
+    stamped it (its record's ``updated_at``) or, with no record seen yet,
+    its POST on our clock; ``now`` (ours) without any.
+
+    ``nova/db/main/api.py`` ``_get_query_nova_resource_by_changes_time``
+    (from ``migration_get_all_by_filters``) keeps the records with
+    ``updated_at >= changes-since``, so each move's next change is in the
+    window, and the answer holds the moves in flight and the few that
+    changed within the margin, not every record of a long run. The API's
+    stamps are whole seconds, rounded down (``nova/api/openstack/compute/
+    migrations.py`` ``_output``, oslo.versionedobjects' ``isotime``): a
+    mark is never later than the change. A record Nova has not updated
+    since the conductor made it (``updated_at`` NULL) is in no window:
+    the runner's ``no_record`` asks the host's list for it.
+    """
+    return min(marks, default=now) - CLOCK_SKEW
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,14 +22,13 @@ When to poll: at each flying move's next look, the earliest first (see
 move runs, then when it should arrive, learned from this run's moves.
 """
 import collections
-import dataclasses
 import datetime
-import enum
 import time
 from collections.abc import Callable
 from collections.abc import Iterable
 
 from nova_drain_filters import migration as mig
+from nova_drain_filters import migration_move as tracked
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import server_moves
 
@@ -38,63 +37,19 @@ ACTIONS = {mig.Action.LIVE: ("live-migration",), mig.Action.COLD: ("migrate",)}
 #: Migration types that are ours to pick up again on a rerun: a ``resize``
 #: is someone's flavor change, never confirmed for them.
 TYPES = {"live-migration": mig.Action.LIVE, "migration": mig.Action.COLD}
-MAX_DETAIL = 200
+
+# The move and its events, under the runner's names.
+Event = tracked.Event
+Options = tracked.Options
+Move = tracked.Move
+Listener = tracked.Listener
+tail = tracked.tail
+MAX_DETAIL = tracked.MAX_DETAIL
 
 
-class Event(str, enum.Enum):
-    """What happened to a move (the CLI prints one line each)."""
-
-    STARTED = "started"
-    RESUMED = "resumed"
-    RUNNING = "running"
-    CONFIRMING = "confirming"
-    RETRYING = "retrying"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    ABORTING = "aborting"
-    ABORTED = "aborted"
-
-
-@dataclasses.dataclass(frozen=True)
-class Options:
-    concurrency: int
-    timeout: float
-    server_timeout: float
-    retries: int
-
-
-@dataclasses.dataclass
-class Move:
-    """One server being moved, as far as this run knows."""
-
-    step: mig.Step
-    #: Migration ids of the server seen before this attempt's POST.
-    known: set[int] = dataclasses.field(default_factory=set)
-    record: server_moves.MigrationRecord | None = None
-    attempts: int = 0
-    started_here: bool = False
-    posted_at: float = 0.0
-    #: When this run last saw it change (posted, or a new status).
-    changed_at: float = 0.0
-    running_since: float | None = None
-    aborted: bool = False
-    confirm_sent: bool = False
-    not_before: float = 0.0
-    outcome: mig.Outcome | None = None
-    destination: str = ""
-    detail: str = ""
-
-
-Listener = Callable[[Event, Move, str], None]
-
-
-def tail(text: str, limit: int = MAX_DETAIL) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else "..." + line[-limit:]
-
-
-def _iso(when: datetime.datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+def _iso(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(
+        epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Runner:
@@ -103,15 +58,19 @@ class Runner:
     def __init__(self, client: server_moves.MoveClient, options: Options,
                  listen: Listener,
                  clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 wall: Callable[[], float] = time.time) -> None:
         self.client, self.options, self.listen = client, options, listen
-        self.clock, self.sleep = clock, sleep
+        self.clock, self.sleep, self.wall = clock, sleep, wall
         self.queue: collections.deque[Move] = collections.deque()
         self.flying: list[Move] = []
         self.done: list[Move] = []
-        #: Nova's durations of the moves that arrived, by kind.
+        #: How long the moves that arrived took (:func:`mig.took`), by kind.
         self.durations: dict[mig.Action, list[float]] = {
             mig.Action.LIVE: [], mig.Action.COLD: []}
+        #: When the last two polls read Nova (our clock): they bracket
+        #: the changes the last one saw.
+        self.looks = (0.0, 0.0)
 
     def run(self, moves: Iterable[Move]) -> list[Move]:
         """Post, poll and judge until every move is over or the deadline.
@@ -122,10 +81,7 @@ class Runner:
         """
         start = self.clock()
         deadline = start + self.options.timeout
-        # Polls ask for what changed since a minute before the start:
-        # Nova's clock, not ours, stamps updated_at.
-        since = _iso(datetime.datetime.now(datetime.timezone.utc)
-                     - datetime.timedelta(seconds=60))
+        self.looks = (start, start)
         for move in moves:
             move.changed_at = start
             if move.record is not None:
@@ -143,7 +99,7 @@ class Runner:
                 if not self.queue and not self.flying:
                     break
                 self.sleep(self.pause(now, deadline))
-                self.poll(since)
+                self.poll(self.since())
         except KeyboardInterrupt:
             self.stop("interrupted")
             raise
@@ -157,7 +113,7 @@ class Runner:
         due += [m.running_since + self.options.server_timeout
                 for m in self.flying
                 if m.running_since is not None and not m.aborted]
-        if len(self.flying) < self.options.concurrency:
+        if self.busy() < self.options.concurrency:
             due += [m.not_before for m in self.queue]
         due = [d for d in due if d > now] or [now]
         due += [now + self.look_delay(m, now) for m in self.flying]
@@ -195,9 +151,15 @@ class Runner:
 
     # posting ---------------------------------------------------------------
 
+    def busy(self) -> int:
+        """Moves in flight by Nova's records: posted, and not yet at a
+        status in ``mig.FINAL`` (--concurrency counts these)."""
+        return sum(m.record is None or m.record.status not in mig.FINAL
+                   for m in self.flying)
+
     def start_ready(self, now: float) -> None:
         for move in list(self.queue):
-            if len(self.flying) >= self.options.concurrency:
+            if self.busy() >= self.options.concurrency:
                 return
             if move.not_before > now:
                 continue
@@ -239,27 +201,45 @@ class Runner:
 
     # polling ---------------------------------------------------------------
 
+    def since(self) -> str:
+        """The next poll's ``changes-since`` (:func:`mig.changes_since`):
+        a move's record stamp, or its POST (our clock) without one."""
+        now, wall = self.clock(), self.wall()
+        return _iso(mig.changes_since((
+            m.record.updated_at if m.record and m.record.updated_at
+            is not None else wall - (now - m.changed_at)
+            for m in self.flying), wall))
+
     def poll(self, since: str) -> None:
         by_server: dict[str, list[server_moves.MigrationRecord]] = {}
+        sent = self.clock()
         for record in self.client.migration_records(changes_since=since):
             by_server.setdefault(record.instance_uuid, []).append(record)
         now = self.clock()
+        self.looks = (self.looks[1], (sent + now) / 2)
+        seen = []
         for move in list(self.flying):
             found = [r for r in by_server.get(move.step.server, ())
                      if r.id not in move.known and (
                          move.record is None or r.id == move.record.id)]
             if found:
-                self.update(move, max(found, key=lambda r: r.id), now)
-            elif move.record is not None:
-                self.judge(move, now)
+                self.see(move, max(found, key=lambda r: r.id), now)
+            if move.record is not None:
+                seen.append(move)
             elif now - move.posted_at > self.options.server_timeout:
                 self.no_record(move, now)
+        # A move whose record is over frees its slot now: the next POST
+        # goes out before the reads that judge it (server, faults).
+        self.start_ready(now)
+        for move in seen:
+            self.judge(move, now)
 
     def no_record(self, move: Move, now: float) -> None:
         """No record seen within --server-timeout: ask the source host's
         list before failing it. ``changes-since`` misses a record Nova has
         not updated since the conductor made it (``nova/db/main/api.py``
-        ``_filter_by_changes`` compares ``updated_at``, NULL until then),
+        ``_get_query_nova_resource_by_changes_time`` compares
+        ``updated_at``, NULL until then),
         and a loaded conductor may take that long to schedule."""
         found = [r for r in self.client.migration_records(host=move.step.host)
                  if r.instance_uuid == move.step.server
@@ -272,6 +252,11 @@ class Runner:
 
     def update(self, move: Move, record: server_moves.MigrationRecord,
                now: float) -> None:
+        self.see(move, record, now)
+        self.judge(move, now)
+
+    def see(self, move: Move, record: server_moves.MigrationRecord,
+            now: float) -> None:
         before = move.record.status if move.record else None
         move.record = record
         if record.status != before:
@@ -280,15 +265,15 @@ class Runner:
             if record.status == "running" and move.running_since is None:
                 move.running_since = now
                 self.listen(Event.RUNNING, move, self.memory(move))
-        self.judge(move, now)
 
     def learn(self, move: Move, record: server_moves.MigrationRecord) -> None:
-        """Nova's duration of a move this run posted, once it arrives."""
-        if (move.started_here and record.status == mig.ARRIVES[
-                move.step.action] and record.created_at is not None
-                and record.updated_at is not None):
-            self.durations[move.step.action].append(
-                max(0.0, record.updated_at - record.created_at))
+        """The duration of a move this run posted, once it arrives."""
+        if (move.started_here
+                and record.status == mig.ARRIVES[move.step.action]):
+            took = mig.took(move.posted_at, self.looks,
+                            (record.created_at, record.updated_at))
+            if took is not None:
+                self.durations[move.step.action].append(took)
 
     def memory(self, move: Move) -> str:
         """Memory remaining, where Nova gives it (libvirt does; the fake

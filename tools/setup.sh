@@ -13,7 +13,8 @@
 # Make the virtualenvs the tests and the demo need; quick when they exist.
 #   .venv          this project, the newest supported Nova (34) and placement
 #   .venv-novaNN   the same on an older supported Nova (--release NN)
-#   .venv-ironic   Ironic, run as a real server by the tests (always newest)
+#   .venv-ironic   Ironic, run as a real server by the tests and the cloud
+#                  (always newest; PyMySQL for the cloud's MariaDB)
 # Versions are pinned by tools/constraints-novaNN.txt (tools/constraints.txt
 # is Nova 34's) and tools/ironic-constraints.txt, like OpenStack's
 # upper-constraints; doc/source/install.rst says how they were built.
@@ -130,7 +131,9 @@ if [ ! -x .venv-ironic/bin/ironic ] || [ "$(cat .venv-ironic/.ndf-stamp 2>/dev/n
     echo "setup: .venv-ironic: Ironic (pip's output: .venv-ironic/pip.log)" >&2
     [ -x .venv-ironic/bin/python ] || "$PYTHON" -m venv .venv-ironic
     quiet_pip .venv-ironic -U pip
-    quiet_pip .venv-ironic -c tools/ironic-constraints.txt ironic
+    # PyMySQL: the cloud's Ironic keeps its database in MariaDB
+    # (tools/cloud.sh); the functional tests' Ironic stays on SQLite.
+    quiet_pip .venv-ironic -c tools/ironic-constraints.txt ironic PyMySQL
     echo "$ironic_stamp" > .venv-ironic/.ndf-stamp
 fi
 

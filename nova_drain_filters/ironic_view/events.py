@@ -12,27 +12,26 @@
 
 """Event mode: Ironic's versioned notifications keep the Ironic view current.
 
-Each scheduler process (and each forked worker) runs one oslo.messaging
-notification listener in a pool of its own, so every process hears every
-event. A worker thread applies each event to the view: a node event whose
-payload carries every field the view reads (Ironic's ``NodePayload`` 1.14
-and later) is applied as it is, with no request, so Ironic's load does not
-grow with the number of scheduler processes; any other event (an older
-payload, an allocation event) makes it re-read the node with one
-``GET /v1/nodes/{uuid}``. A ``delete.end`` takes the node out. Events for
-the same node that arrive while it waits are applied once, the last one;
-the events waiting together are applied as one batch, so that an event
-storm costs O(1) per event (``snapshot.py`` says how).
+Each scheduler process (and each forked worker) listens on a pool of its
+own, so every process hears every event. A worker thread applies each
+event to the view: a node event whose payload carries every field the
+view reads (Ironic's ``NodePayload`` 1.14 and later) is applied as it is,
+with no request, so Ironic's load does not grow with the number of
+scheduler processes; any other event (an older payload, an allocation
+event) makes it re-read the node with one ``GET /v1/nodes/{uuid}``. A
+``delete.end`` takes the node out. Events for the same node that arrive
+while it waits are applied once, the last one; the events waiting
+together are applied as one batch, so that an event storm costs O(1) per
+event (``snapshot.py`` says how).
 Ironic may announce a transition only by its ``.start`` (a ``manage``
 gives ``provision_set.start`` in ``verifying`` and no ``.end``); the node
 then stays in that unusable state, which excludes it, until the next
 listing (``baremetal_refresh_interval``) reads where it went.
 
-Pool names are stable: ``nova-drain-filters.<host>.<slot>``, where the slot
-is the lowest number whose lock file no live process on this host holds.
-A restarted process takes its predecessor's slot, so its queue, not a new
-one. A slot left for good (fewer workers, a host gone) leaves a queue that
-only a broker policy removes; the docs give one (``expires``).
+Pool names are stable, one queue per host and slot (``pools.py``). On
+RabbitMQ our own consumer reads the pool's queue in batches and acks each
+batch once it is applied (``consumer.py``); any other transport gets
+oslo.messaging's batch listener on the same queue (``listening.py``).
 
 Health: while the listener's connection is down (or before it ever came
 up), the view is listed every ``baremetal_notifications_fallback_interval``
@@ -57,6 +56,7 @@ from oslo_log import log as logging
 
 from nova_drain_filters import decisions
 from nova_drain_filters.clients import ironic
+from nova_drain_filters.ironic_view import consumer
 from nova_drain_filters.ironic_view import listening
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import pools
@@ -72,6 +72,9 @@ CONNECT_GRACE = 5.0
 WATCH_INTERVAL = 0.5
 #: The most events applied as one batch (one lock hold, at most one copy).
 BATCH_MAX = 5000
+#: How long a batch from the consumer waits for its apply before it goes
+#: unacked to the next (the broker then sends it again after a reconnect).
+APPLIED_WAIT = 60.0
 
 
 class View(Protocol):
@@ -117,6 +120,9 @@ class EventListener:
         self._pending: collections.OrderedDict[str, notifications.NodeEvent] = (
             collections.OrderedDict())
         self._wake = threading.Condition()
+        #: Events queued so far, and how many of them are applied (or
+        #: replaced by a later one for the same node that is applied).
+        self._queued = self._done = 0
         self.pool: str | None = None
         #: up / down as last logged; None before the first verdict.
         self.broker_up: bool | None = None
@@ -156,6 +162,7 @@ class EventListener:
             self.healthy_at = None
             # A lock another thread held at the fork stays held in the child.
             self._wake = threading.Condition()
+            self._queued = self._done = 0
             self._stop = threading.Event()
         self._pid = pid
         self._hub = hub
@@ -209,8 +216,8 @@ class EventListener:
                             {"dir": self._slot.directory, "pool": self.pool})
             self._transport = self._transport_factory(
                 group.baremetal_notifications_url)
-            server = listening.server(
-                self._transport, listening.Endpoint(self.on_event), self.pool)
+            server = listening.consume(self._transport, self.pool,
+                                       self.on_event, self.on_batch)
             server.start()  # returns once connected
             if self._stop.is_set():  # stopped while we waited for it
                 server.stop()
@@ -299,7 +306,28 @@ class EventListener:
             # A later event replaces an earlier one for the same node.
             self._pending.pop(event.node_uuid, None)
             self._pending[event.node_uuid] = event
+            self._queued += 1
             self._wake.notify()
+
+    def on_batch(self, messages: list[consumer.Message],
+                 keep_alive: Callable[[], None] = lambda: None) -> None:
+        """Queue a consumer's batch; return once it is applied.
+
+        The consumer acks the batch when this returns, so a crash before
+        the apply leaves it for the broker to send again. Never raises.
+        """
+        for event_type, payload in messages:
+            self.on_event(event_type, payload)
+        deadline = time.monotonic() + APPLIED_WAIT
+        with self._wake:
+            target = self._queued
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            with self._wake:
+                if self._done >= target or self._wake.wait_for(
+                        lambda: self._done >= target or self._stop.is_set(),
+                        1.0):
+                    return
+            keep_alive()
 
     def _apply_loop(self) -> None:
         while not self._stop.is_set():
@@ -315,11 +343,15 @@ class EventListener:
                     self._wake.wait(until - time.monotonic())
                 batch = [self._pending.popitem(last=False)[1] for _ in range(
                     min(BATCH_MAX, len(self._pending)))]
+                covered = self._queued if not self._pending else self._done
             try:
                 self.apply_batch(batch)
             except Exception:  # never let one batch stop the loop
                 self.dropped += len(batch)
                 LOG.exception("Could not apply %d Ironic events", len(batch))
+            with self._wake:
+                self._done = max(self._done, covered)
+                self._wake.notify_all()
 
     def apply_batch(self, batch: list[notifications.NodeEvent]) -> None:
         """Apply events together: payloads as one batch, then re-reads.

@@ -22,7 +22,13 @@ from typing import Any
 import oslo_messaging
 from oslo_config import cfg
 
+from nova_drain_filters.ironic_view import consumer
+
 CONF = cfg.CONF
+#: Consume with ``consumer.QueueConsumer`` where the transport is
+#: oslo.messaging's rabbit driver; False keeps oslo.messaging's batch
+#: listener everywhere (the storm benchmark's ``--listener oslo``).
+OWN_CONSUMER = True
 #: Messages handed over together at most, and how long a batch waits for
 #: one more (so a lone event waits this long at most). One batch costs one
 #: dispatch through oslo.messaging's executor instead of one per message:
@@ -72,6 +78,20 @@ def server(transport: Any, endpoint: Endpoint, pool: str | None) -> Any:
         batch_size=BATCH_SIZE, batch_timeout=BATCH_TIMEOUT)
 
 
+def consume(transport: Any, pool: str | None,
+            on_event: Callable[[Any, Any], None],
+            on_batch: Callable[[list[consumer.Message], Callable[[], None]],
+                               None]) -> Any:
+    """A (not yet started) server of the pool's queue: ours on RabbitMQ
+    (``on_batch``), else oslo.messaging's listener (``on_event``)."""
+    group = CONF.drain_filters
+    if OWN_CONSUMER and pool and consumer.supports(transport):
+        return consumer.QueueConsumer(
+            transport, group.baremetal_notifications_exchange,
+            group.baremetal_notifications_topic, pool, on_batch)
+    return server(transport, Endpoint(on_event), pool)
+
+
 def is_connected(listener_server: Any) -> bool:
     """True while the server's own broker connection is up.
 
@@ -83,6 +103,8 @@ def is_connected(listener_server: Any) -> bool:
     shape (another driver, another version, no server) reads as down,
     which only means polling.
     """
+    if isinstance(listener_server, consumer.QueueConsumer):
+        return listener_server.connected()
     try:
         listener = listener_server.listener._poll_style_listener
         return bool(listener.conn.connection.connection.connected)

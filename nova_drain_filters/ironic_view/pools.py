@@ -65,6 +65,10 @@ class Slot:
     def acquire(self) -> int | None:
         """Take the lowest free slot; None if every slot is taken."""
         self.forget()
+        # lock_path is made only when a first external lock is taken
+        # (oslo.concurrency, fasteners/process_lock.py _ensure_tree): a
+        # fresh scheduler may not have taken one when the listener starts.
+        os.makedirs(self.directory, exist_ok=True)
         safe_host = "".join(c if c.isalnum() or c in "-_." else "_"
                             for c in self.host)
         for number in range(MAX_SLOTS):

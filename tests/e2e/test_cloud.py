@@ -16,7 +16,9 @@ One cloud for the whole class (starting one costs minutes). The tests
 share it and run in name order; each leaves the hosts it did not end
 for good as it found them. Hosts: ``fake-1`` is disabled and enabled
 again, ``fake-2`` is drained, emptied and released for good, ``fake-3``'s
-nova-compute is killed (``tools/cloud.sh up`` starts it again).
+nova-compute is killed (``tools/cloud.sh up`` starts it again). Ironic
+node ``bm-0`` goes into maintenance and back, then is deployed and left
+cleaning, its automated cleaning on.
 """
 
 from __future__ import annotations
@@ -25,8 +27,11 @@ import json
 import os
 import signal
 import time
+import uuid
+from pathlib import Path
 from typing import Any
 
+from tests.e2e import baremetal
 from tests.e2e import servers
 from tests.e2e import workers
 from tests.e2e.running_cloud import RunningCloud
@@ -280,3 +285,73 @@ class CloudTest(WorkersCase):
         self.assertTrue(self.cloud.state.procs["nova-scheduler"].alive())
         self.cloud.note(f"SIGHUP: workers {sorted(before)} replaced by "
                         f"{sorted(after)} in {reloaded:.1f} s")
+
+    # -- Ironic: maintenance by event, cleaning through Nova's driver ----
+    # One node's life, in one test to boot and delete once (a baremetal
+    # boot and its delete cost ~30 s of the tier). Nodes: bm-0 is put in
+    # maintenance and back, deployed, deleted and left cleaning, with
+    # automated cleaning on (it is available again
+    # configs.CLEAN_SECONDS later).
+    def test_ironic_node_in_maintenance_then_cleaning_is_avoided(self) -> None:
+        """Maintenance, set in Ironic, excludes the node by event (the
+        view lists Ironic every 600 s); once unset a boot lands on it;
+        its server deleted, the node cleans and a boot avoids it."""
+        system = self.cloud.connect("ndf-system-admin")
+        node = str(self.cloud.state.facts["ironic_nodes"][0])
+        bm = system.baremetal
+        baremetal.wait_available(system, node)  # a reused cloud's last clean
+        reason = f"e2e-{uuid.uuid4().hex[:8]}"
+        bm.set_node_maintenance(node, reason=reason)
+        self.addCleanup(baremetal.end_maintenance, system, node)
+        marked = time.monotonic()
+        avoided = self.boot_on_node("maintenance", node)
+        self.assertAvoided(avoided)
+        # The line names this request and the reason: our filter saw the
+        # node and rejected it; placement did not hide it first (Nova's
+        # periodic reserves a node in maintenance, see baremetal.reserved).
+        # Nothing listed Ironic in between (600 s, configs.nova_conf), so
+        # the view had it from Ironic's maintenance notification.
+        line = baremetal.summary_line(self.scheduler_log(), avoided["id"])
+        self.assertIn("BaremetalAvailabilityFilter rejected 1 (1 x "
+                      f"baremetal: maintenance ({reason}))", line)
+        self.cloud.note(f"maintenance by event: boot avoided "
+                        f"{time.monotonic() - marked:.1f} s after the mark")
+
+        baremetal.end_maintenance(system, node)
+        baremetal.wait_unreserved(self.admin, node)
+        # Cleaning on for this node only (ironic/conductor/utils.py
+        # skip_automated_cleaning reads node.automated_clean first); left
+        # on: turning it off waits for the clean step's lock (409).
+        bm.update_node(node, is_automated_clean_enabled=True)
+        server = self.boot_on_node("deployed", node)
+        self.assertEqual(("ACTIVE", node),
+                         (server["status"], server[baremetal.NODE_FIELD]),
+                         servers.fault(server))
+
+        # nova/virt/ironic/driver.py IronicDriver._unprovision returns once
+        # the node is CLEANING (or CLEAN WAIT); the fake clean step then
+        # sleeps configs.CLEAN_SECONDS.
+        servers.delete(self.admin, server["id"])
+        deleted = time.monotonic()
+        self.assertIn(baremetal.provision_state(system, node),
+                      baremetal.CLEANING)
+        self.assertAvoided(self.boot_on_node("cleaning", node))
+        self.assertIn(baremetal.provision_state(system, node),
+                      baremetal.CLEANING,
+                      "the clean ended before the boot was judged")
+        # Who excluded it: Nova's delete reserves a cleaning node
+        # (ResourceTracker.update_usage -> IronicDriver.update_provider_tree,
+        # _node_resources_used), so placement hides it before our filter.
+        self.cloud.note(f"cleaning: boot avoided {time.monotonic() - deleted:.1f}"
+                        f" s after the delete; placement reserved "
+                        f"{baremetal.reserved(self.admin, node)}")
+
+    def boot_on_node(self, name: str, node: str) -> dict[str, Any]:
+        """Boot a baremetal server that can only go to Ironic ``node``;
+        the settled server (deleted at the end, if it is not by then)."""
+        server = baremetal.boot(self.admin, self.image, f"e2e-{name}", node)
+        self.addCleanup(servers.delete, self.admin, server)
+        return servers.wait_settled(self.admin, server)
+
+    def scheduler_log(self) -> Path:
+        return Path(self.cloud.state.procs["nova-scheduler"].log)

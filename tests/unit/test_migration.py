@@ -193,3 +193,21 @@ class TestBackoff(testtools.TestCase):
                 t += mig.look_delay(0.0, (t, mean))
                 looks += 1
             self.assertLessEqual(looks, most, (mean, late))
+
+    def test_changes_since_is_before_the_oldest_change(self) -> None:
+        self.assertEqual(100.0 - mig.CLOCK_SKEW,
+                         mig.changes_since([130.0, 100.0, 170.0], 200.0))
+        # Nothing in flight: a margin before now.
+        self.assertEqual(200.0 - mig.CLOCK_SKEW, mig.changes_since([], 200.0))
+
+    def test_took_from_close_looks_or_nova_stamps(self) -> None:
+        # Looks 0.2 s apart bracket the arrival: their middle, from POST.
+        self.assertAlmostEqual(11.6, mig.took(100.0, (111.5, 111.7),
+                                              (100.0, 112.0)))
+        # Looks far apart: Nova's stamps, created to arrived.
+        self.assertEqual(12.0, mig.took(100.0, (101.0, 111.7),
+                                        (100.0, 112.0)))
+        self.assertIsNone(mig.took(100.0, (101.0, 111.7), (None, 112.0)))
+        # A look before the POST does not count as one that missed it.
+        self.assertAlmostEqual(0.4, mig.took(100.0, (90.0, 100.8),
+                                             (None, None)))

@@ -11,8 +11,11 @@
 # under the License.
 
 """The runner of ``drain host migrate`` against a scripted Nova and clock."""
+import datetime
+import time
 from typing import Any
 
+import fixtures
 import testtools
 
 from nova_drain_filters import migration as mig
@@ -142,6 +145,25 @@ class UnstampedNova(FakeNova):
         return [] if changes_since else found
 
 
+class WindowedNova(FakeNova):
+    """Answers a poll as Nova does: the records updated at or after its
+    ``changes-since`` (whole seconds), and counts what each answer held."""
+
+    answers: list[int]
+
+    def migration_records(self, host: str | None = None,
+                          changes_since: str | None = None) -> list[Any]:
+        found = super().migration_records(host, changes_since)
+        if changes_since:
+            since = datetime.datetime.strptime(
+                changes_since, "%Y-%m-%dT%H:%M:%SZ").replace(
+                tzinfo=datetime.timezone.utc).timestamp()
+            found = [r for r in found if r.updated_at is not None
+                     and r.updated_at >= since]
+            self.answers.append(len(found))
+        return found
+
+
 class RunnerCase(testtools.TestCase):
     def run_moves(self, fates: dict[str, str], concurrency: int = 2,
                   timeout: float = 600, server_timeout: float = 30,
@@ -191,9 +213,14 @@ class RunnerCase(testtools.TestCase):
         first, second = self.nova.records
         assert first.updated_at is not None and first.created_at is not None
         assert second.created_at is not None
-        took = first.updated_at - first.created_at
+        # s0 arrived between the look that missed it and the one that saw
+        # it, closer together than Nova's whole-second stamps: their
+        # middle (posted when its record was made, in this fake).
+        missed = max(w for w in self.woke if w < first.updated_at - 1e-9)
+        took = (missed + first.updated_at) / 2 - first.created_at
+        self.assertLess(first.updated_at - missed, mig.STAMP_RESOLUTION)
         # Once s1 runs, the next look is when it should arrive, learned
-        # from s0 (posted when its record was made, in this fake).
+        # from s0.
         arrival = second.created_at + took
         self.assertTrue(any(abs(w - arrival) < 1e-9 for w in self.woke),
                         (arrival, self.woke))
@@ -211,6 +238,34 @@ class RunnerCase(testtools.TestCase):
         ).run([runner.Move(mig.Step("h1", "s", "s", mig.Action.LIVE))])
         self.assertIn(None, nova.called("migration_records"))
         self.assertNotIn("no migration record", done[0].detail)
+
+    def test_polls_ask_only_since_the_oldest_flying_change(self) -> None:
+        # Nova's clock is ours here; a margin of 2 s instead of a minute.
+        self.useFixture(fixtures.MonkeyPatch(
+            "nova_drain_filters.migration.CLOCK_SKEW", 2.0))
+        nova = WindowedNova({f"s{i}": "ok" for i in range(12)})
+        nova.answers = []
+        now = [time.time()]
+        nova.clock = lambda: now[0]
+        done = runner.Runner(
+            nova, runner.Options(2, 600, 30, 0),  # type: ignore[arg-type]
+            lambda e, m, d: None, clock=lambda: now[0],
+            sleep=lambda s: now.__setitem__(0, now[0] + max(s, 0.5)),
+            wall=lambda: now[0]).run([runner.Move(mig.Step(
+                "h1", f"s{i}", "", mig.Action.LIVE)) for i in range(12)])
+        self.assertEqual([Outcome.MOVED] * 12, [m.outcome for m in done])
+        # Every change was seen, yet no answer held every record: the
+        # window follows the moves in flight.
+        self.assertLess(max(nova.answers), 12)
+
+    def test_a_freed_slot_is_filled_before_the_move_is_judged(self) -> None:
+        self.run_moves({"s0": "ok", "s1": "ok"}, concurrency=1)
+        calls = self.nova.calls
+        # s0's record says completed: s1 is posted, then s0's server read.
+        verify = calls.index(("server_state", "s0"))
+        self.assertEqual(("live_migrate", "s1"), calls[verify - 1])
+        self.assertEqual("migration_records", calls[verify - 2][0])
+        self.assertEqual(1, max(self.nova.flying_seen))
 
     def test_cold_is_confirmed(self) -> None:
         done = self.run_moves({"c": "cold"})

@@ -54,16 +54,15 @@ the end is printed: wall times are only comparable at a low one.
 Run from the repository root::
 
     tools/bench.sh drain_migrate [--seconds 10] [--servers 40]
-        [--concurrency 1,2,4] [--debug-logging] [--profile]
+        [--concurrency 1,2,4] [--debug-logging] [--profile] [--compare]
 
 Exit 1 if a run did not move every server, or the harness failed.
 """
 import argparse
-import datetime
+import contextlib
 import logging
 import math
 import os
-import statistics
 import sys
 import time
 from typing import Any
@@ -71,115 +70,14 @@ from typing import Any
 import fixtures
 from nova import objects
 
-from nova_drain_filters import migration as mig
-from nova_drain_filters import migration_runner as runner
 from nova_drain_filters.clients import http
 from tests.functional import harness_run
 from tests.functional import migrate_base
-from tests.functional import migration_fakes
+from tests.functional.bench import drain_migrate_legacy as bench_legacy
 from tests.functional.bench import drain_migrate_profile as bench_profile
+from tests.functional.bench import drain_migrate_timeline as bench_timeline
 
 PAIRS = (("host1", "host2"), ("host3", "host4"))
-
-
-def _epoch(when: datetime.datetime) -> float:
-    """Nova's naive UTC timestamp as seconds since the epoch."""
-    return when.replace(tzinfo=datetime.timezone.utc).timestamp()
-
-
-class Timeline:
-    """Wall-clock times (``time.time()``, the clock Nova stamps its
-    records with) of what the command and the fake driver did, per server:
-    the bench's own instruments, wrapped around the product's methods."""
-
-    def __init__(self) -> None:
-        self.clear()
-
-    def clear(self) -> None:
-        self.posts: dict[str, float] = {}
-        self.noticed: dict[str, float] = {}
-        self.driver: dict[str, tuple[float, float]] = {}
-        self.finishes: list[float] = []
-        self.post_times: list[float] = []
-        self.polls = 0
-
-    def install(self, case: Any) -> None:
-        post, finish = runner.Runner.post, runner.Runner.finish
-        poll = runner.Runner.poll
-        migrate = migration_fakes.HeldLiveMigrationDriver.live_migration
-
-        def timed_post(run: Any, move: Any, now: float) -> None:
-            at = time.time()
-            self.posts[move.step.server] = at
-            self.post_times.append(at)
-            post(run, move, now)
-
-        def timed_finish(run: Any, move: Any, outcome: Any, *a: Any,
-                         **kw: Any) -> None:
-            at = time.time()
-            if outcome is mig.Outcome.MOVED:
-                self.noticed[move.step.server] = at
-            self.finishes.append(at)
-            finish(run, move, outcome, *a, **kw)
-
-        def timed_poll(run: Any, *a: Any, **kw: Any) -> None:
-            self.polls += 1
-            poll(run, *a, **kw)
-
-        def timed_migrate(driver: Any, context: Any, instance: Any,
-                          dest: str, post_method: Any, *a: Any,
-                          **kw: Any) -> None:
-            # The hold ends where the fake calls Nova's post_method (the
-            # post-migration runs inside driver.live_migration).
-            began = time.time()
-
-            def timed_post_method(*pa: Any, **pkw: Any) -> Any:
-                self.driver[instance.uuid] = (began, time.time())
-                return post_method(*pa, **pkw)
-
-            migrate(driver, context, instance, dest, timed_post_method,
-                    *a, **kw)
-
-        for name, new in (("Runner.post", timed_post),
-                          ("Runner.finish", timed_finish),
-                          ("Runner.poll", timed_poll)):
-            case.useFixture(fixtures.MonkeyPatch(
-                "nova_drain_filters.migration_runner." + name, new))
-        case.useFixture(fixtures.MonkeyPatch(
-            "tests.functional.migration_fakes.HeldLiveMigrationDriver."
-            "live_migration", timed_migrate))
-
-    def breakdown(self, began: float, ended: float, concurrency: int,
-                  records: dict[str, Any]) -> dict[str, float]:
-        """Mean seconds per server of each part of a run."""
-        def mean(values: list[float]) -> float:
-            return statistics.fmean(values) if values else float("nan")
-
-        created = {s: _epoch(r.created_at) for s, r in records.items()}
-        done = {s: _epoch(r.updated_at) for s, r in records.items()}
-        ordered = sorted(self.post_times)
-        gaps = []
-        for at in ordered[concurrency:]:
-            freed = [f for f in self.finishes if f <= at]
-            if freed:
-                gaps.append(at - max(freed))
-        servers = list(records)
-        return {
-            "startup": ordered[0] - began,
-            "tail": ended - max(self.finishes),
-            "to_record": mean([created[s] - self.posts[s]
-                                    for s in servers]),
-            "to_driver": mean([self.driver[s][0] - created[s]
-                                      for s in servers]),
-            "driver": mean([self.driver[s][1] - self.driver[s][0]
-                            for s in servers]),
-            "to_done": mean([done[s] - self.driver[s][1]
-                                         for s in servers]),
-            "lag": mean([self.noticed[s] - done[s] for s in servers]),
-            "lag_max": max(self.noticed[s] - done[s]
-                                  for s in servers),
-            "slot_gap": mean(gaps),
-        }
 
 
 #: Loggers of the in-process services, set to INFO as in a deployment.
@@ -220,6 +118,9 @@ class DrainMigrateBench(migrate_base.MigrateTestBase):
     CONCURRENCY: tuple[int, ...] = (1, 2, 4)
     PARALLEL_LIVE = 4
     PROFILE = False
+    #: Each concurrency twice, interleaved: the runner as it is ("new")
+    #: and as it polled before (:mod:`.drain_migrate_legacy`, "old").
+    COMPARE = False
     #: Nova's services log at INFO (see :func:`deployment_logging`).
     DEPLOYMENT_LOGGING = True
     results: list[dict[str, Any]] = []
@@ -249,10 +150,12 @@ class DrainMigrateBench(migrate_base.MigrateTestBase):
             self._create_server(networks="none", flavor_id=flavor,
                                 host=PAIRS[0][i % 2])
         counts = self.count_requests()
-        timeline = Timeline()
+        timeline = bench_timeline.Timeline()
         timeline.install(self)
-        runs = [(t, c) for t in self.SECONDS for c in self.CONCURRENCY]
-        for n, (hold, concurrency) in enumerate(runs):
+        variants = ("new", "old") if self.COMPARE else ("new",)
+        runs = [(t, c, v) for t in self.SECONDS for c in self.CONCURRENCY
+                for v in variants]
+        for n, (hold, concurrency, variant) in enumerate(runs):
             for host in self.HOSTS:
                 self.driver(host).hold = hold
             source, dest = PAIRS[n % 2], PAIRS[(n + 1) % 2]
@@ -266,8 +169,10 @@ class DrainMigrateBench(migrate_base.MigrateTestBase):
             if profile:
                 profile.start()
             began, began_epoch = time.monotonic(), time.time()
-            rows, _run = self.migrate(*source, "--concurrency",
-                                      str(concurrency))
+            with (bench_legacy.legacy_runner(timeline) if variant == "old"
+                  else contextlib.nullcontext()):
+                rows, _run = self.migrate(*source, "--concurrency",
+                                          str(concurrency))
             wall = time.monotonic() - began
             if profile:
                 self.profiles.append({"seconds": hold,
@@ -280,6 +185,7 @@ class DrainMigrateBench(migrate_base.MigrateTestBase):
             ideal = math.ceil(self.SERVERS / concurrency) * hold
             self.results.append({
                 "seconds": hold, "concurrency": concurrency, "wall": wall,
+                "variant": variant,
                 "ideal": ideal,
                 "nova": self.nova_seconds(records) / concurrency,
                 "requests": counts["all"], "polls": counts["polls"],
@@ -306,18 +212,23 @@ PARTS = (("startup", "first POST after the shell starts (plan: lists)"),
          ("to_done", "driver's end to 'completed' (post-migration)"),
          ("lag", "'completed' to the command's noticing"),
          ("lag_max", "the longest such lag"),
-         ("slot_gap", "a slot freed to the next POST"),
+         ("to_poll", "'completed' to the start of the poll that saw it"),
+         ("in_poll", "that poll's start to the move judged moved"),
+         ("poll_s", "one poll, mean (the request, judging, checks)"),
+         ("refill", "a move 'completed' to the next POST (a slot idle)"),
          ("tail", "the last move noticed to the shell's exit"))
 
 
 def report(results: list[dict[str, Any]], servers: int) -> None:
     print(f"{servers} servers on 2 hosts, drained onto 2 others; T: seconds "
           "per live migration in the fake driver")
-    print(f"{'T s':>4} {'conc':>4} {'ideal s':>7} {'wall s':>7} {'ratio':>6} "
+    print(f"{'T s':>4} {'conc':>4} {'run':>3} {'ideal s':>7} {'wall s':>7} "
+          f"{'ratio':>6} "
           f"{'nova s':>7} {'nova/id':>7} {'w/nova':>6} {'req/srv':>7} "
           f"{'polls':>5}")
     for r in results:
-        print(f"{r['seconds']:>4g} {r['concurrency']:>4} {r['ideal']:>7.1f} "
+        print(f"{r['seconds']:>4g} {r['concurrency']:>4} {r['variant']:>3} "
+              f"{r['ideal']:>7.1f} "
               f"{r['wall']:>7.1f} {r['wall'] / r['ideal']:>6.2f} "
               f"{r['nova']:>7.1f} {r['nova'] / r['ideal']:>7.2f} "
               f"{r['wall'] / r['nova']:>6.2f} "
@@ -328,9 +239,11 @@ def report(results: list[dict[str, Any]], servers: int) -> None:
     print()
     print("where the time goes: mean seconds per server (startup and tail "
           "once per run)")
-    print(f"{'T s':>4} {'conc':>4} " + " ".join(f"{p:>9}" for p, _ in PARTS))
+    print(f"{'T s':>4} {'conc':>4} {'run':>3} "
+          + " ".join(f"{p:>9}" for p, _ in PARTS))
     for r in results:
-        print(f"{r['seconds']:>4g} {r['concurrency']:>4} " + " ".join(
+        print(f"{r['seconds']:>4g} {r['concurrency']:>4} {r['variant']:>3} "
+              + " ".join(
             f"{r['parts'][p]:>9.3f}" for p, _ in PARTS))
     for name, meaning in PARTS:
         print(f"  {name}: {meaning}")
@@ -349,7 +262,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true",
                         help="CPU per server by part, with yappi (slows "
                              "the run: its wall times are not the bench's)")
+    parser.add_argument("--compare", action="store_true",
+                        help="each concurrency twice, interleaved: the "
+                             "runner as it is (new) and as it polled "
+                             "before (old, drain_migrate_legacy)")
     args = parser.parse_args(argv)
+    DrainMigrateBench.COMPARE = args.compare
     os.environ.setdefault("OS_WSGI__API_PASTE_CONFIG", os.path.join(
         sys.prefix, "etc", "nova", "api-paste.ini"))
     os.environ.setdefault("OS_TEST_TIMEOUT", "7200")

@@ -191,11 +191,14 @@ def run_phase(pool: list[Worker], pub: Any, nodes: list[str], name: str,
 
 def show(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     print(f"\nEvent storm: {args.nodes:,} nodes, W={args.workers} listener "
-          "processes, one node per event")
+          f"processes, one node per event, listener {args.listener}")
+    servers = sorted({rep.get("server", "") for row in rows
+                      for rep in row["reports"]})
+    print(f"Queue read by: {', '.join(servers)}")
     print(f"{'phase':>11} {'sent/s':>7} {'W#':>3} {'applied':>8} "
           f"{'appl/s':>7} {'drain s':>8} {'lag med':>8} {'p99':>7} "
           f"{'max':>7} {'CPU s':>6} {'RSS MB':>7} {'copies':>7} "
-          f"{'batches':>7} {'Ironic req':>10}")
+          f"{'batches':>7} {'Ironic req':>10} {'CPU ms/ev':>9}")
     for row in rows:
         sent = row["last"] - row["first"]
         sent_rate = row["count"] / sent if row["count"] and sent else 0
@@ -207,7 +210,9 @@ def show(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
                   f"{rep['lag_median']:8.3f} {rep['lag_p99']:7.3f} "
                   f"{rep['lag_max']:7.3f} {rep['cpu']:6.1f} "
                   f"{rep['rss_mb']:7.0f} {rep['copies']:7d} "
-                  f"{rep['batches']:7d} {rep['requests']:10d}")
+                  f"{rep['batches']:7d} {rep['requests']:10d} "
+                  + (f"{rep['cpu'] * 1000 / rep['applied']:9.3f}"
+                     if rep['applied'] else f"{'-':>9}"))
     quiet = rows[0]["reports"][0]["sched"]
     base = statistics.median(quiet) if quiet else 0.0
     if not base:
@@ -238,6 +243,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add("--batch", default="", metavar="SIZE,TIMEOUT",
         help="the batch listener's size and timeout (listening.BATCH_SIZE "
              "and BATCH_TIMEOUT) in every process, e.g. 1000,0.05")
+    add("--listener", choices=("own", "oslo"), default="own",
+        help="who consumes each pool's queue: consumer.QueueConsumer (own, "
+             "the default) or oslo.messaging's batch listener (oslo)")
     add("--no-requests", action="store_true", help="process 0 does not "
         "run the filters either (a listener-only profile)")
     add("--profile", metavar="PREFIX", help="cProfile every thread of each "
@@ -247,6 +255,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.bursts = [int(b) for b in args.bursts.split(",") if b]
         args.rates = [int(r) for r in args.rates.split(",") if r]
         os.environ["NDF_STORM_PREFETCH"] = str(args.prefetch)
+        os.environ["NDF_STORM_LISTENER"] = args.listener
         if args.batch:
             size, timeout = args.batch.split(",")
             os.environ["NDF_STORM_BATCH"] = f"{int(size)},{float(timeout)}"

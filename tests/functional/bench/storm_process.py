@@ -150,7 +150,9 @@ def dump(profiles: list[cProfile.Profile], path: str) -> None:
 
 def tune_transport() -> None:
     """The transport settings the parent asks for (``--prefetch``,
-    ``--batch``), as an operator would set them in nova.conf."""
+    ``--batch``), as an operator would set them in nova.conf, and which
+    listener consumes the queue (``--listener``)."""
+    listening.OWN_CONSUMER = os.environ.get("NDF_STORM_LISTENER") != "oslo"
     prefetch = int(os.environ.get("NDF_STORM_PREFETCH") or 0)
     # oslo.messaging registers the rabbit options with its first transport.
     CONF.register_opts(impl_rabbit.rabbit_opts, group="oslo_messaging_rabbit")
@@ -202,7 +204,9 @@ def child(transport_url: str, count: int, scheduler: bool) -> int:
                              + (events.reread if events else 0)),
                 "listings": view.refreshes,
                 "reread": events.reread if events else 0,
-                "received": events.received if events else 0}), flush=True)
+                "received": events.received if events else 0,
+                "server": type(events._server).__name__ if events else ""}),
+                flush=True)
     stop.set()
     # Stop first: a thread still blocked when its profile is read gets its
     # pending call timed on the reading thread's clock (cProfile's flush),

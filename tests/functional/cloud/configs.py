@@ -37,6 +37,14 @@ PASSWORD = "ndf-cloud"
 REGION = "RegionOne"
 FAKE_COMPUTES = ("fake-1", "fake-2", "fake-3")
 IRONIC_COMPUTE = "ironic-compute"
+#: Seconds Ironic's fake vendor clean step sleeps (``[fake] vendor_delay``;
+#: ``log_passthrough``, priority 1, in ironic/drivers/modules/fake.py
+#: FakeVendorB), as tests/functional/ironic_driver_base.py's CLEAN_SECONDS:
+#: a node whose automated cleaning is on stays ``clean wait``/``cleaning``
+#: that long after its server is deleted, long enough for a boot to be
+#: judged on a loaded machine. The nodes are enrolled with cleaning off
+#: (tests/functional/cloud/resources.py), so enrolment does not wait.
+CLEAN_SECONDS = 30
 
 
 @dataclass
@@ -157,8 +165,12 @@ def nova_conf(layout: Layout) -> Sections:
     # listing Ironic every 60 s.
     (data / "locks").mkdir(exist_ok=True)
     events = {k: v for k, v in drain_event_options(layout.transport_url).items()}
-    # The fallback listing every 60 s, not the tests' 1 s: a real cloud.
-    events["baremetal_notifications_fallback_interval"] = 60
+    # Polling at 600 s both ways: the reconciliation listing
+    # (baremetal_refresh_interval, drain_event_options) and the listing
+    # while the broker is away (the tests' 1 s fallback). Within a test's
+    # bound only an event can tell the view that a node changed
+    # (tests/e2e/test_cloud.py, the Ironic section).
+    events["baremetal_notifications_fallback_interval"] = 600
     events.pop("baremetal_max_snapshot_age")
     return {
         "DEFAULT": {
@@ -230,6 +242,13 @@ def compute_conf(layout: Layout, host: str) -> Sections:
     if host == IRONIC_COMPUTE:
         default["compute_driver"] = "ironic.IronicDriver"
         default["reserved_host_memory_mb"] = 0
+        # Its periodic resource update every 600 s, not 60 (it also runs
+        # at start-up, ComputeManager.pre_start_hook): as on a compute with
+        # hundreds of nodes, where one pass takes minutes, Nova learns late
+        # that a node went into maintenance (IronicDriver.
+        # update_provider_tree reserves it), so within a test's bound only
+        # our filter keeps boots off it.
+        default["update_resources_interval"] = 600
     else:
         # Stable node UUIDs (nova/virt/fake.py): the compute can restart.
         default["compute_driver"] = "fake.PredictableNodeUUIDDriver"
@@ -238,11 +257,15 @@ def compute_conf(layout: Layout, host: str) -> Sections:
 
 def ironic_conf(layout: Layout) -> Sections:
     """tests/functional/services/ironic_server.py's fake-hardware server,
-    behind Keystone with Ironic's default policy, sending notifications
-    to the cloud's broker."""
+    on MariaDB, behind Keystone with Ironic's default policy, sending
+    notifications to the cloud's broker."""
     data = layout.data("ironic")
     (data / "locks").mkdir(exist_ok=True)
     sections = ironic_config(data, layout.ports["ironic"])
+    # MariaDB, as every database of the cloud; the functional tests'
+    # Ironic keeps ironic_config()'s SQLite file.
+    sections["database"] = {"connection": layout.db("ironic")}
+    sections["fake"] = {"vendor_delay": str(CLEAN_SECONDS)}
     sections["DEFAULT"]["auth_strategy"] = "keystone"
     sections["DEFAULT"]["host"] = "ndf-cloud-ironic"
     sections["keystone_authtoken"] = authtoken(layout, "ironic")

@@ -30,7 +30,7 @@ from tests.functional.services.process import ServiceStartError
 from tests.functional.services.process import child_env
 
 DATABASES = ("keystone", "placement", "glance", "nova_api", "nova",
-             "nova_cell0")
+             "nova_cell0", "ironic")
 INSTALL_HINT = ("install Debian's mariadb-server package (apt-get install "
                 "mariadb-server, as root; tools/cloud.sh does it when it can)")
 
@@ -77,10 +77,14 @@ def start(base: Path, port: int, timeout: float = 60.0) -> ServiceProcess:
     process.start()
     process.wait_ready(lambda: sql(base, "SELECT 1", check=False) == 0,
                        timeout, interval=0.3)
-    statements = "".join(f"CREATE DATABASE IF NOT EXISTS {name} "
-                         "CHARACTER SET utf8mb3; " for name in DATABASES)
-    sql(base, statements)
+    create_databases(base)
     return process
+
+
+def create_databases(base: Path) -> None:
+    """Create every database that is missing (idempotent)."""
+    sql(base, "".join(f"CREATE DATABASE IF NOT EXISTS {name} "
+                      "CHARACTER SET utf8mb3; " for name in DATABASES))
 
 
 def sql(base: Path, statement: str, check: bool = True) -> int:

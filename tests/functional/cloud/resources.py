@@ -54,9 +54,15 @@ def image(conn: Any) -> str:
 
 
 def ironic_nodes(conn: Any, timeout: float = 120.0) -> list[str]:
-    """Fake-hardware nodes, powered off and ``available`` (through
-    manage, automated cleaning and provide, as an operator enrols them);
-    their UUIDs. ``conn`` is system-scoped, as Ironic's policy wants."""
+    """Fake-hardware nodes, powered off and ``available`` (through manage
+    and provide, as an operator enrols them); their UUIDs. ``conn`` is
+    system-scoped, as Ironic's policy wants.
+
+    Each node has automated cleaning off (``automated_clean = False``,
+    ironic/conductor/utils.py skip_automated_cleaning): the cloud's fake
+    clean step sleeps ``configs.CLEAN_SECONDS``, which provide would wait
+    for. A test turns it on for the node it cleans.
+    """
     bm = conn.baremetal
     uuids = []
     for name in IRONIC_NODES:
@@ -65,7 +71,8 @@ def ironic_nodes(conn: Any, timeout: float = 120.0) -> list[str]:
             node = bm.create_node(
                 name=name, driver=FAKE_HARDWARE,
                 resource_class=BAREMETAL_CLASS,
-                properties={"cpus": 2, "memory_mb": 4096, "local_gb": 10})
+                properties={"cpus": 2, "memory_mb": 4096, "local_gb": 10},
+                is_automated_clean_enabled=False)
         if node.provision_state == "enroll":
             bm.set_node_provision_state(node, "manage", wait=True,
                                         timeout=timeout)

@@ -154,7 +154,8 @@ class Cloud:
             assert process.pid is not None
             self.state.record("mariadb", process.pid, process.log_path)
         else:
-            mariadb.sql(self.layout.data("mariadb"), "SELECT 1")
+            # A cloud made before a database was added gets it too.
+            mariadb.create_databases(self.layout.data("mariadb"))
         if not self.state.running("rabbitmq"):
             broker = RabbitMQServer(port=self.state.ports["rabbitmq"],
                                     base_dir=self.layout.data("rabbitmq"))

@@ -34,6 +34,14 @@ class TestSlots(testtools.TestCase):
         for slot in (two, third, other_host):
             slot.forget()
 
+    def test_a_missing_lock_path_is_made(self) -> None:
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            "not", "yet")
+        slot = pools.Slot(path, "h")
+        self.assertEqual(0, slot.acquire())
+        self.assertTrue(os.path.isdir(path))
+        slot.forget()
+
     def test_a_forked_child_takes_its_own_slot(self) -> None:
         path = self.useFixture(fixtures.TempDir()).path
         slot = pools.Slot(path, "h")

@@ -12,6 +12,7 @@
 
 """Event storms: copies per event by count, and what readers see."""
 import datetime
+import json
 import threading
 import time
 
@@ -19,6 +20,7 @@ import fixtures
 import testtools
 
 from nova_drain_filters import decisions
+from nova_drain_filters.ironic_view import consumer
 from nova_drain_filters.ironic_view import events
 from nova_drain_filters.ironic_view import listening
 from nova_drain_filters.ironic_view import notifications
@@ -281,3 +283,39 @@ class TestListenerBatches(helpers.ViewTestCase):
         snap = self.view.trusted()
         assert snap is not None
         self.assertEqual(NODES - 300, len(snap.nodes))
+
+    def test_a_consumers_batch_returns_once_applied(self) -> None:
+        # The consumer acks when on_batch returns: never before the apply.
+        messages = [("baremetal.node.delete.end",
+                     helpers.payload(uuid=uuid(i))) for i in range(50)]
+        returned_at: list[int] = []
+        beats: list[float] = []
+        caller = threading.Thread(target=lambda: (
+            self.listener.on_batch(messages, lambda: beats.append(1)),
+            returned_at.append(self.listener.applied)))
+        caller.start()
+        self.listener._stop.wait(1.3)
+        self.assertEqual([], returned_at)  # no apply loop yet: it waits
+        self.assertTrue(beats)  # and keeps the connection alive meanwhile
+        thread = threading.Thread(target=self.listener._apply_loop)
+        thread.start()
+        try:
+            caller.join(10)
+        finally:
+            self.listener._stop.set()
+            with self.listener._wake:
+                self.listener._wake.notify_all()
+            thread.join(10)
+        self.assertEqual([50], returned_at)
+
+    def test_one_decode_of_the_envelope_and_one_of_its_message(self) -> None:
+        inner = {"event_type": "baremetal.node.delete.end",
+                 "payload": helpers.payload(uuid=uuid(1))}
+        body = json.dumps({"oslo.version": "2.0",
+                           "oslo.message": json.dumps(inner)})
+        self.assertEqual((inner["event_type"], inner["payload"]),
+                         consumer.decode(body.encode()))
+        self.assertEqual((inner["event_type"], inner["payload"]),
+                         consumer.decode(json.dumps(inner)))  # no envelope
+        self.assertRaises(ValueError, consumer.decode, b"[1]")
+        self.assertRaises(ValueError, consumer.decode, b"{")

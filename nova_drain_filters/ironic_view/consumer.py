@@ -1,0 +1,267 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Our own consumer of a listener pool's queue, on oslo.messaging's connection.
+
+oslo.messaging's notification listener costs most of an event's CPU in
+its transport, per message: one ``Connection.consume`` and ``ensure``
+each, a kombu message object, two JSON decodes and one ``basic.ack``
+(doc/source/testing.rst, "One listener's CPU per event"). This consumer
+keeps what operators configure in oslo.messaging: the transport URL, the
+``[oslo_messaging_rabbit]`` options (TLS, heartbeats, quorum queues, HA,
+prefetch) and the reconnect with its backoff, by taking the rabbit
+driver's own ``Connection``. It declares the same queue with the same
+arguments and bindings as the listener would for the pool, so the two can
+share it and an upgrade reuses it. What it changes is the loop: it drains
+every message waiting (up to ``BATCH_MAX``) per wakeup, decodes each with
+one JSON decode of the envelope and one of its message, hands the batch
+over, and after the batch is applied acks it with one ``basic.ack``
+(``multiple``) for its last delivery tag. A crash before the batch is
+applied leaves it unacked, and the broker delivers it again.
+
+It depends on impl_rabbit's ``Connection`` and ``Consumer``
+(oslo_messaging/_drivers/impl_rabbit.py), which are not public:
+``supports`` says whether a transport is that driver, and ``listening``
+falls back to oslo.messaging's listener when it is not.
+"""
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import kombu.compression
+from oslo_log import log as logging
+from oslo_messaging._drivers import common as rpc_common
+from oslo_messaging._drivers import impl_rabbit
+
+LOG = logging.getLogger(__name__)
+
+#: The most messages one wakeup drains before it hands them over.
+BATCH_MAX = 1000
+#: How long a batch waits for one more message (as ``listening``'s).
+BATCH_TIMEOUT = 0.02
+#: The priorities ``listening.Endpoint`` answers, so the bindings that
+#: oslo.messaging's listener makes for it (notify/dispatcher.py
+#: ``supported_priorities``, amqpdriver.py ``listen_for_notifications``).
+PRIORITIES = ("info", "warn", "error", "critical")
+
+#: One message as the listener's endpoint sees it: event type, payload.
+Message = tuple[Any, Any]
+
+def supports(transport: Any) -> bool:
+    """True when ``transport`` is oslo.messaging's rabbit driver."""
+    return isinstance(getattr(transport, "_driver", None),
+                      impl_rabbit.RabbitDriver)
+
+
+def decode(body: bytes | str) -> Message:
+    """The event type and payload of one message body; one decode each.
+
+    The body is oslo.messaging's envelope, ``{"oslo.version": ...,
+    "oslo.message": "<json>"}``, or a bare message
+    (_drivers/common.py ``deserialize_msg``). Raises ValueError.
+    """
+    outer = json.loads(body)
+    if isinstance(outer, dict) and "oslo.message" in outer:
+        outer = json.loads(outer["oslo.message"])
+    if not isinstance(outer, dict):
+        raise ValueError(f"a message of type {type(outer).__name__}")
+    return outer.get("event_type"), outer.get("payload")
+
+
+class _RawConsumer(impl_rabbit.Consumer):
+    """oslo's consumer, but its messages go undecoded to a buffer."""
+
+    def __init__(self, buffer: list[Any], **kwargs: Any) -> None:
+        super().__init__(callback=None, **kwargs)
+        self._buffer = buffer
+
+    def _callback(self, message: Any) -> None:
+        self._buffer.append(message)
+
+
+class QueueConsumer:
+    """Consume one pool's queue in batches; the shape of an oslo server.
+
+    ``on_batch`` gets the messages of one wakeup and a ``keep_alive`` to
+    call every second or so while it waits, and returns once they are
+    applied; only then is the batch acked. It must not raise (it is
+    ``EventListener``'s, which drops what it cannot use).
+    """
+
+    def __init__(self, transport: Any, exchange: str, topic: str, pool: str,
+                 on_batch: Callable[[list[Message], Callable[[], None]],
+                                    None]) -> None:
+        self._transport = transport
+        self._exchange = exchange
+        self._topic = topic
+        self._pool = pool
+        self._on_batch = on_batch
+        self._buffer: list[Any] = []
+        self._conn: Any = None
+        self._context: Any = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.batches = self.acks = self.undecodable = 0
+
+    # the server's life cycle ------------------------------------------------
+
+    def start(self) -> None:
+        """Connect, declare the queue and start; blocks until connected."""
+        driver = self._transport._driver
+        # amqpdriver.py AMQPDriverBase._get_connection: a connection of
+        # the driver's pool for listening, as listen_for_notifications's.
+        context = driver._get_connection(rpc_common.PURPOSE_LISTEN)
+        conn = context.connection
+        for priority in PRIORITIES:
+            # impl_rabbit.py Connection.declare_topic_consumer's arguments,
+            # with the queue named after the pool as the listener's.
+            conn.declare_consumer(_RawConsumer(
+                self._buffer,
+                exchange_name=self._exchange,
+                queue_name=self._pool,
+                routing_key=f"{self._topic}.{priority}",
+                type="topic",
+                durable=conn.durable,
+                exchange_auto_delete=conn.amqp_auto_delete,
+                queue_auto_delete=conn.amqp_auto_delete,
+                rabbit_ha_queues=conn.rabbit_ha_queues,
+                enable_cancel_on_failover=conn.enable_cancel_on_failover,
+                rabbit_quorum_queue=conn.rabbit_quorum_queue,
+                rabbit_quorum_queue_config=conn.rabbit_quorum_queue_config))
+        self._context, self._conn = context, conn
+        self._thread = threading.Thread(
+            target=self._run, name="drain-ironic-events-consume", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def wait(self, timeout: float = 10.0) -> None:
+        """Let the loop end, then close the connection."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        context, self._context, self._conn = self._context, None, None
+        if context is not None:
+            try:
+                context.close()
+            except Exception:  # shutting down; nothing to decide
+                LOG.debug("Closing the event consumer's connection failed",
+                          exc_info=True)
+
+    def connected(self) -> bool:
+        """True while the consumer's broker connection is up."""
+        try:
+            return bool(self._conn.connection.connected)
+        except AttributeError:
+            return False
+
+    def keep_alive(self) -> None:
+        """Send the broker a heartbeat while a batch is being applied.
+
+        A listening ``Connection`` has no heartbeat thread (impl_rabbit.py
+        starts one only to send); its heartbeats go out while it reads. A
+        long apply (many re-reads) must not let the broker drop us.
+        """
+        conn = self._conn
+        try:
+            with conn._connection_lock:
+                if conn._heartbeat_supported_and_enabled():
+                    conn.connection.connection.send_heartbeat()
+        except Exception:  # a lost connection: the next read reconnects
+            LOG.debug("Could not send a heartbeat", exc_info=True)
+
+    # the loop -----------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                messages = self._receive()
+                if messages:
+                    self._hand_over(messages)
+            except Exception:  # the loop must outlive any surprise
+                LOG.exception("Ironic event consumer failed; going on")
+                self._stop.wait(1.0)
+
+    def _receive(self) -> list[Any]:
+        """One wakeup's messages; reconnects (oslo's way) if it must."""
+        conn = self._conn
+        del self._buffer[:]
+
+        def lost(exc: Exception) -> None:
+            # As Connection.consume's: consume again after a reconnect;
+            # what came on the lost channel comes again, unacked.
+            conn._new_tags = set(conn._consumers.values())
+            del self._buffer[:]
+
+        with conn._connection_lock:
+            conn.ensure(self._drain, recoverable_error_callback=lost,
+                        error_callback=lost)
+        return list(self._buffer)
+
+    def _drain(self) -> None:
+        """Read what waits: one message (or a poll's timeout), then more."""
+        conn = self._conn
+        kombu_conn = conn.connection
+        if not kombu_conn.connected:
+            # As Connection.consume's: the next host, then ensure retries.
+            kombu_conn.maybe_switch_next()
+            raise kombu_conn.recoverable_connection_errors[0]
+        while conn._new_tags:
+            for consumer, tag in conn._consumers.items():
+                if tag in conn._new_tags:
+                    consumer.consume(conn, tag=tag)
+                    conn._new_tags.discard(tag)
+        try:
+            # At most a second, so that a stop is seen soon.
+            kombu_conn.drain_events(timeout=min(1.0, conn._poll_timeout))
+        except TimeoutError:
+            if conn._heartbeat_supported_and_enabled():
+                conn._heartbeat_check()
+            return
+        while len(self._buffer) < BATCH_MAX and not self._stop.is_set():
+            try:
+                kombu_conn.drain_events(timeout=BATCH_TIMEOUT)
+            except TimeoutError:
+                break
+        if conn._heartbeat_supported_and_enabled():
+            conn._heartbeat_check()
+
+    def _hand_over(self, messages: list[Any]) -> None:
+        """Decode, apply, then ack the batch at once."""
+        batch = []
+        for message in messages:
+            try:
+                body = message.body
+                # A sender's [oslo_messaging_rabbit] kombu_compression.
+                compression = (message.headers or {}).get("compression")
+                if compression:
+                    body = kombu.compression.decompress(body, compression)
+                batch.append(decode(body))
+            except Exception as exc:
+                self.undecodable += 1
+                LOG.warning("Dropped an undecodable Ironic notification: "
+                            "%.200s", exc)
+        self.batches += 1
+        self._on_batch(batch, self.keep_alive)
+        last = messages[-1]
+        conn = self._conn
+        with conn._connection_lock:
+            if last.channel is not conn.channel:
+                return  # reconnected since: the broker sends them again
+            try:
+                conn.channel.basic_ack(last.delivery_tag, multiple=True)
+                self.acks += 1
+            except Exception as exc:  # a lost connection: redelivered
+                LOG.info("Could not ack %(n)d Ironic notifications "
+                         "(%(error)s); the broker sends them again",
+                         {"n": len(messages), "error": exc})
