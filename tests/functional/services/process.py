@@ -99,7 +99,7 @@ def http_session(headers: Mapping[str, str] | None = None) -> requests.Session:
     return session
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
@@ -109,7 +109,7 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def _signal_group(pgid: int, signum: int) -> None:
+def signal_group(pgid: int, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signum)
 
@@ -205,18 +205,18 @@ class ServiceProcess:
             return
         pgid = proc.pid
         deadline = time.monotonic() + grace
-        _signal_group(pgid, signal.SIGTERM)
+        signal_group(pgid, signal.SIGTERM)
         try:
             proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
-            _signal_group(pgid, signal.SIGKILL)
+            signal_group(pgid, signal.SIGKILL)
             proc.wait(timeout=5)
         # Workers may outlive the leader for a moment; give them the rest
         # of the grace period, then kill whatever is left of the group.
-        while _group_alive(pgid) and time.monotonic() < deadline:
+        while group_alive(pgid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if _group_alive(pgid):
-            _signal_group(pgid, signal.SIGKILL)
+        if group_alive(pgid):
+            signal_group(pgid, signal.SIGKILL)
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
@@ -263,6 +263,8 @@ class LoopbackService:
     """
 
     name = "service"
+    #: Seconds between SIGTERM and SIGKILL when the service is stopped.
+    stop_grace = 10.0
 
     def __init__(self, host: str = "127.0.0.1", port: int | None = None,
                  ready_timeout: float = 60.0, debug: bool = False):
@@ -332,7 +334,7 @@ class LoopbackService:
         """Stop the server by PID and remove its temp dir; idempotent."""
         process, self._process = self._process, None
         if process is not None:
-            process.stop()
+            process.stop(grace=self.stop_grace)
             self._final_log = process.log_tail()
         atexit.unregister(self.stop)
         if self.state_dir is not None:

@@ -24,8 +24,11 @@ As root the broker runs as the ``rabbitmq`` user (``setpriv``), owning its
 directory, as the package intends; otherwise as the current user.
 
 The broker's own ``epmd`` is started first, on a private port, so that it is
-ours to stop by PID. The broker is stopped with ``rabbitmqctl -n NODE stop``,
-then by PID if that did not work.
+ours to stop by PID. The broker is stopped by PID too: SIGTERM, which the
+broker script hands to the Erlang VM, whose signal handler stops RabbitMQ
+cleanly (``rabbit_prelaunch_sighandler``); SIGKILL if it has not exited
+within its grace. ``rabbitmqctl stop`` did the same, but boots an Erlang VM
+of its own first: 3 to 5 s of CPU per broker on two cores.
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ import pwd
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -278,22 +280,16 @@ class RabbitMQServer(LoopbackService):
             return f"<no log: {exc}>"
 
     def stop(self) -> None:
-        """``rabbitmqctl stop``, then stop what is left and epmd by PID.
+        """SIGTERM the broker, SIGKILL it after its grace, then its epmd.
 
         The port is kept, so ``start()`` brings the broker back where its
         clients expect it.
         """
         process = self._process
-        if process is not None and process.returncode() is None:
-            try:
-                self.ctl("stop", timeout=30)
-                deadline = time.monotonic() + 30
-                while (process.returncode() is None
-                       and time.monotonic() < deadline):
-                    time.sleep(0.05)
-            except (RuntimeError, subprocess.TimeoutExpired):
-                pass  # stopped by PID below
-        log = self.broker_log() if self._process is not None else ""
+        if process is not None:
+            process.stop(grace=self.stop_grace)
+        # Read after the broker exited: its own log is written lazily.
+        log = self.broker_log() if process is not None else ""
         epmd, self._epmd = self._epmd, None
         super().stop()
         if epmd is not None:
