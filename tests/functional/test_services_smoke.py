@@ -19,8 +19,10 @@ import re
 import time
 import uuid
 
+import fixtures
 import testtools
 
+from tests.functional.services import forkserver
 from tests.functional.services.ironic_client import IronicTestClient
 from tests.functional.services.ironic_server import IronicServerFixture
 from tests.functional.services.placement_server import SERVING
@@ -101,6 +103,39 @@ class IronicServerSmokeTest(testtools.TestCase):
         self.ironic.server.stop()
         self.assertFalse(_pid_alive(pid))
         self.ironic.server.stop()  # idempotent
+
+    def test_each_start_is_a_fork_of_one_server(self) -> None:
+        first = self.ironic.server
+        second = self.useFixture(IronicServerFixture()).server
+        forker = forkserver.shared(first.venv / "bin" / "python",
+                                   "ironic.command.singleprocess", "main")
+        assert forker._proc is not None
+        pids = [first.pid, second.pid]
+        self.assertNotEqual(pids[0], pids[1])
+        for pid in pids:
+            assert pid is not None
+            self.assertEqual(forker._proc.pid, _parent(pid))
+            self.assertEqual(pid, os.getsid(pid))  # a session, stopped by PID
+        # Both serve, each its own database.
+        IronicTestClient(second.url).create_node(name="ndf-second")
+        self.assertEqual([], self.client.list_nodes())
+        second.stop()
+        self.assertFalse(_pid_alive(pids[1]))
+        self.assertIsNotNone(forker.exited(pids[1]))
+        self.assertEqual([], self.client.list_nodes())  # the first serves on
+
+    def test_without_the_fork_server(self) -> None:
+        self.useFixture(fixtures.EnvironmentVariable(forkserver.ENABLED_ENV,
+                                                     "0"))
+        server = self.useFixture(IronicServerFixture()).server
+        assert server.pid is not None
+        self.assertEqual(os.getpid(), _parent(server.pid))
+        self.assertEqual([], IronicTestClient(server.url).list_nodes())
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
 
 
 def _running(pid: int) -> bool:

@@ -28,6 +28,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from tests.functional.services import forkserver
 from tests.functional.services.ironic_client import FAKE_HARDWARE
 from tests.functional.services.ironic_client import IronicTestClient
 from tests.functional.services.process import ADDRESS_IN_USE
@@ -218,13 +219,18 @@ class IronicServer(LoopbackService):
             shutil.copyfile(template, self.state_dir / "ironic.db")
         else:
             create_schema(dbsync_bin, conf, self.ready_timeout)
-        self._process = ServiceProcess(
-            "ironic",
-            [str(ironic_bin), "--config-file", str(conf)],
-            self.state_dir / "ironic.log",
-            env=child_env(),
-            cwd=self.state_dir,
-        )
+        argv = [str(ironic_bin), "--config-file", str(conf)]
+        log = self.state_dir / "ironic.log"
+        if forkserver.enabled():
+            # The console script's own entry point, forked from a process
+            # that imported it once (forkserver.py says why).
+            server = forkserver.shared(self._bin("python"),
+                                       "ironic.command.singleprocess", "main")
+            self._process = forkserver.ForkedProcess(
+                server, "ironic", argv, log, cwd=self.state_dir)
+        else:
+            self._process = ServiceProcess("ironic", argv, log,
+                                           env=child_env(), cwd=self.state_dir)
         self._process.start()
         # A running PID proves nothing: the API is served by a worker that
         # may be failing.  The driver endpoint needs the conductor too.
