@@ -16,7 +16,8 @@
 # then the scheduler-side tests again on native threads (SCHEDULER_SIDE),
 # as that release's nova-scheduler runs, with a summary line of their own.
 #   --all-releases  then the functional suite again on every older supported
-#                   Nova (.venv-novaNN, built by tools/setup.sh), one summary
+#                   Nova (.venv-novaNN, built by tools/setup.sh in the
+#                   background while the newest Nova's stages run), one summary
 #                   line per release, and the native-threads pass on each
 #                   in THREADING_RELEASES. This is what CI runs.
 #   --save-times    only write this checkout's recorded test durations
@@ -26,7 +27,8 @@
 # stops itself: once per run, newest Nova only, with a summary line of its
 # own (doc/source/testing.rst). The stestr runs above leave it out.
 # Other arguments go to stestr as a test filter. The last line is always
-# "N passed, N failed, N skipped" over everything that ran.
+# "N passed, N failed, N skipped" over everything that ran; before it, the
+# summary lines and the id of every test that failed, with its stage.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -110,9 +112,16 @@ export PYTHONPYCACHEPREFIX="$PWD/.pycache"
 rc=0
 total_passed=0 total_failed=0 total_skipped=0
 summaries=()
+# "stage: test id" of every failed test, repeated after the summary lines,
+# so the end of the output names them however long the rest is.
+failures=()
+stage=""
 
 step() { echo "== $*" >&2; "$@" || rc=1; }
 
+# Three stestr workers on CI's two cores: a worker spends much of a test
+# waiting on its services (Nova 33's threads pass: 351 s with two, 249 s
+# with three; doc/source/testing.rst). NDF_CONCURRENCY overrides it.
 # run_suite VENV LOG TEST_PATH [filter...]: one stestr run; sets passed,
 # failed, skipped and run_rc, prints the result lines (and on failure the
 # rest of the output; service logs stay in LOG).
@@ -123,9 +132,14 @@ run_suite() {
     # puts it under the environment's data directory.
     OS_WSGI__API_PASTE_CONFIG="$PWD/$venv/etc/nova/api-paste.ini" \
         "$venv/bin/stestr" --test-path "$test_path" run \
-        --concurrency "${NDF_CONCURRENCY:-2}" "$@" > "$log" 2>&1
+        --concurrency "${NDF_CONCURRENCY:-3}" "$@" > "$log" 2>&1
     run_rc=$?
     grep -aE '^\{[0-9]+\} .* \.\.\. (ok|FAILED|SKIPPED)' "$log" | sed 's/^{[0-9]*} //'
+    local failed_id
+    while read -r failed_id; do
+        failures+=("${stage:-$log}: $failed_id")
+    done < <(grep -aE '^\{[0-9]+\} .* \.\.\. FAILED' "$log" |
+             sed -E 's/^\{[0-9]+\} ([^ ]+).*/\1/')
     if [ $run_rc -ne 0 ]; then
         grep -avE '^\{[0-9]+\} .* \.\.\. ok' "$log" | tail -n 300
     fi
@@ -169,6 +183,7 @@ threading_summary() {
     log=.stestr-run-threading.log
     [ "$release" = "$NEWEST" ] || log=.stestr-run-nova$release-threading.log
     local began=$SECONDS
+    stage="Nova $release native threads"
     if threading_pass "$venv" "$log" "$@"; then
         summaries+=("Nova $release (${SERIES[$release]}) scheduler-side, native threads: $passed passed, $failed failed, $skipped skipped; tests $((SECONDS - began))s")
     else
@@ -190,6 +205,7 @@ e2e_summary() {
     fi
     echo "== Nova $NEWEST (${SERIES[$NEWEST]}): the end-to-end tier on tools/cloud.sh's cloud" >&2
     local began=$SECONDS notes="${NDF_CLOUD_DIR:-.cloud}/e2e.log" seen memory
+    stage="Nova $NEWEST end-to-end"
     seen=$(cat "$notes" 2>/dev/null | wc -l)
     # Native threads, as the cloud's own orchestrator runs (tools/cloud.sh).
     NDF_CONCURRENCY=1 OS_NOVA_DISABLE_EVENTLET_PATCHING=true \
@@ -233,8 +249,24 @@ if not Path(".stestr/times.dbm.dat").exists():
                 Path("tools/test-times.json").read_text()).items():
             db[test_id] = str(seconds)
 PY
+# The older releases' venvs install in the background, one after another,
+# while the newest Nova's stages run: each install is mostly waiting on
+# downloads and the disk, and each release's stage below waits for its
+# own. Their output goes to .stestr-setup-novaNN.log.
+if [ $all_releases -eq 1 ]; then
+    rm -f .stestr-setup-nova*.rc
+    (
+        for release in $OLDER_RELEASES; do
+            began=$SECONDS
+            tools/setup.sh --release "$release" > ".stestr-setup-nova$release.log" 2>&1
+            echo "$? $((SECONDS - began))" > ".stestr-setup-nova$release.rc"
+        done
+    ) &
+fi
+
 echo "== stestr run: unit and functional tests, Nova $NEWEST" >&2
 start=$SECONDS
+stage="Nova $NEWEST unit+functional"
 run_suite .venv .stestr-run.log ./tests --exclude-regex "$E2E" "$@"
 summaries+=("Nova $NEWEST (${SERIES[$NEWEST]}) unit+functional: $passed passed, $failed failed, $skipped skipped; install ${install_time}s, tests $((SECONDS - start))s")
 threading_summary "$NEWEST" .venv "$@"
@@ -242,25 +274,35 @@ e2e_summary "$@"
 
 if [ $all_releases -eq 1 ]; then
     for release in $OLDER_RELEASES; do
-        echo "== Nova $release (${SERIES[$release]}): install, then the functional tests" >&2
+        echo "== Nova $release (${SERIES[$release]}): install (in the background since the start), then the functional tests" >&2
         start=$SECONDS
-        if ! tools/setup.sh --release "$release"; then
-            summaries+=("Nova $release (${SERIES[$release]}) functional: not installed (tools/setup.sh --release $release failed)")
+        # Bounded: a stuck install fails its release, not the whole run.
+        while [ ! -s ".stestr-setup-nova$release.rc" ] && [ $((SECONDS - start)) -lt 1800 ]; do
+            sleep 2
+        done
+        cat ".stestr-setup-nova$release.log" >&2 2>/dev/null
+        read -r setup_rc install_time < ".stestr-setup-nova$release.rc" 2>/dev/null
+        if [ "${setup_rc:-1}" != 0 ]; then
+            summaries+=("Nova $release (${SERIES[$release]}) functional: not installed (tools/setup.sh --release $release failed; .stestr-setup-nova$release.log)")
             rc=1
             continue
         fi
-        install_time=$((SECONDS - start))
+        stage="Nova $release functional"
         start=$SECONDS
         NDF_AUDIT_SEEDS=${NDF_AUDIT_SEEDS:-$OLDER_AUDIT_SEEDS} \
             run_suite ".venv-nova$release" ".stestr-run-nova$release.log" \
             ./tests/functional --exclude-regex "$NEWEST_ONLY" "$@"
-        summaries+=("Nova $release (${SERIES[$release]}) functional: $passed passed, $failed failed, $skipped skipped; install ${install_time}s, tests $((SECONDS - start))s")
+        summaries+=("Nova $release (${SERIES[$release]}) functional: $passed passed, $failed failed, $skipped skipped; install ${install_time}s in the background, tests $((SECONDS - start))s")
         threading_summary "$release" ".venv-nova$release" "$@"
     done
 fi
 
 echo
 printf '%s\n' "${summaries[@]}"
+if [ ${#failures[@]} -gt 0 ]; then
+    echo "failed:"
+    printf '  %s\n' "${failures[@]}"
+fi
 if [ "$total_passed" -eq 0 ]; then echo "no test ran" >&2; rc=1; fi
 echo "$total_passed passed, $total_failed failed, $total_skipped skipped"
 exit $rc
