@@ -119,9 +119,10 @@ stage=""
 
 step() { echo "== $*" >&2; "$@" || rc=1; }
 
-# Three stestr workers on CI's two cores: a worker spends much of a test
-# waiting on its services (Nova 33's threads pass: 351 s with two, 249 s
-# with three; doc/source/testing.rst). NDF_CONCURRENCY overrides it.
+# Three stestr workers on CI's two cores: a worker spends much of some
+# tests waiting on its services (Nova 33's threads pass: 351 s with two,
+# 249 s with three; the CPU-bound Nova 34 stage: 904 s and 899 s;
+# doc/source/testing.rst). NDF_CONCURRENCY overrides it.
 # run_suite VENV LOG TEST_PATH [filter...]: one stestr run; sets passed,
 # failed, skipped and run_rc, prints the result lines (and on failure the
 # rest of the output; service logs stay in LOG).
