@@ -103,6 +103,17 @@ class RunningCloud:
         self.state = CloudState.load(self.base)
         self.layout = Layout(self.base, self.state.ports)
 
+    def up_again(self) -> float:
+        """``tools/cloud.sh up`` on this cloud: it starts what does not run
+        (a process whose recorded PID is gone). Returns the seconds taken."""
+        t0 = time.monotonic()
+        rc = _cloud_sh("up", timeout=UP_TIMEOUT, log=self.log)
+        if rc != 0:
+            raise RuntimeError(f"tools/cloud.sh up exited {rc}; see "
+                               f"{self.log} and {self.base}/logs")
+        self.state = CloudState.load(self.base)
+        return time.monotonic() - t0
+
     def stop(self) -> None:
         if self.started_here:
             self.note("tools/cloud.sh down")

@@ -181,11 +181,17 @@ class CloudTest(WorkersCase):
         self.assertIn(" fake-1 ", hosts)
 
     def test_killed_compute_is_avoided(self) -> None:
-        """After service_down_time (30 s in the cloud's nova.conf)."""
+        """After service_down_time (30 s in the cloud's nova.conf); then
+        ``up`` starts it again and it takes boots (a fake compute keeps its
+        node identity: configs.write_node_identity)."""
         servers.wait_service(self.admin, "fake-3", "up")
         self.cloud.kill("nova-compute-fake-3")
         servers.wait_service(self.admin, "fake-3", "down")
         self.assertAvoided(self.boot("down", "fake-3"))
+        took = self.cloud.up_again()
+        servers.wait_service(self.admin, "fake-3", "up")
+        self.assertActiveOn(self.boot("back", "fake-3"), "fake-3")
+        self.cloud.note(f"killed compute back with `up` in {took:.1f} s")
 
     # == Workers: nova-scheduler's two forked workers =====================
     # tests/e2e/workers.py says how Nova 34 forks them and what SIGKILL and

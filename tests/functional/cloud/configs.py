@@ -20,6 +20,7 @@ fixed, as in DevStack: the cloud listens on loopback only.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -253,6 +254,25 @@ def compute_conf(layout: Layout, host: str) -> Sections:
         # Stable node UUIDs (nova/virt/fake.py): the compute can restart.
         default["compute_driver"] = "fake.PredictableNodeUUIDDriver"
     return {"DEFAULT": default}
+
+
+def write_node_identity(layout: Layout, host: str) -> None:
+    """Give a fake compute the node identity file Nova expects on a restart.
+
+    ``fake.PredictableNodeUUIDDriver`` reports ``uuid5(NAMESPACE_DNS,
+    nodename)`` as its node's UUID (``get_available_resource``,
+    nova/virt/fake.py) but, unlike a real driver, never writes
+    ``state_path/compute_id``. On any later start
+    ``ComputeManager._ensure_existing_node_identity`` (nova/compute/
+    manager.py) finds the service record and no file
+    (``nova.virt.node.read_local_node_uuid``) and refuses to start, so a
+    killed or stopped compute could not come back with ``up``. The file is
+    written once, before the first start, with the UUID the driver reports
+    (its node is named after the host); one already there is kept.
+    """
+    path = layout.data(f"nova-compute-{host}") / "compute_id"
+    if not path.exists():
+        path.write_text(str(uuid.uuid5(uuid.NAMESPACE_DNS, host)))
 
 
 def ironic_conf(layout: Layout) -> Sections:

@@ -185,6 +185,8 @@ class Cloud:
         for host in (*configs.FAKE_COMPUTES, configs.IRONIC_COMPUTE):
             write_ini(nova / f"compute-{host}.conf",
                       configs.compute_conf(lay, host))
+        for host in configs.FAKE_COMPUTES:
+            configs.write_node_identity(lay, host)
         write_ini(lay.etc("ironic") / "ironic.conf", configs.ironic_conf(lay))
 
     def schemas(self) -> None:
