@@ -138,7 +138,11 @@ class TestRestartWithBackoff(ThreadTestCase):
         self.clock.advance(8)
         self.view.refresher.check()
         self.wait_for(lambda: self.view.refreshes == 1, "a good listing")
-        self.assertEqual(refresher.BACKOFF_MIN, self.view.refresher._backoff)
+        # refresh() resets the backoff after the listing has swapped the
+        # snapshot in, so wait for that too rather than read it in between.
+        self.wait_for(
+            lambda: self.view.refresher._backoff == refresher.BACKOFF_MIN,
+            "the backoff to reset after a good listing")
 
     def test_backoff_is_capped(self) -> None:
         self.client.error = Die()
