@@ -63,9 +63,12 @@ def auth(layout: Layout, user: str, project: str | None) -> dict[str, Any]:
 def connect(layout: Layout, cloud: str = DEFAULT_CLOUD) -> Any:
     """An openstacksdk connection as one of the :data:`CLOUDS`."""
     user, project = CLOUDS[cloud]
+    # Only these credentials: a shell that sourced .cloud/env before a
+    # `down --purge` still names OS_CLOUD in a clouds.yaml that is gone.
     return openstack.connect(auth=auth(layout, user, project),
                              region_name=REGION, interface="public",
-                             identity_api_version="3")
+                             identity_api_version="3",
+                             load_yaml_config=False, load_envvars=False)
 
 
 class _Existing:
