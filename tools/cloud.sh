@@ -83,9 +83,15 @@ debian_packages() {
 
 case "${1:-}" in
     up)
-        debian_packages
+        # setup.sh first: it may use apt too, and it makes the uv that
+        # cloud_venv uses; then Debian's packages and .venv-cloud side by
+        # side (apt and uv wait on the network and on disk, not on each
+        # other).
         tools/setup.sh
-        cloud_venv ;;
+        debian_packages &
+        apt_job=$!
+        cloud_venv
+        wait "$apt_job" ;;
     down|status) ;;
     *) echo "usage: tools/cloud.sh up | down [--purge] | status [--json]" >&2; exit 2 ;;
 esac

@@ -16,6 +16,8 @@ the Ironic nodes; all idempotent."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tests.functional.services.ironic_client import FAKE_HARDWARE
@@ -53,38 +55,60 @@ def image(conn: Any) -> str:
     return str(created.id)
 
 
-def ironic_nodes(conn: Any, timeout: float = 120.0) -> list[str]:
+def ironic_nodes(connect: Callable[[], Any],
+                 timeout: float = 120.0) -> list[str]:
     """Fake-hardware nodes, powered off and ``available`` (through manage
-    and provide, as an operator enrols them); their UUIDs. ``conn`` is
-    system-scoped, as Ironic's policy wants.
+    and provide, as an operator enrols them); their UUIDs. ``connect``
+    makes a system-scoped connection, as Ironic's policy wants: one per
+    node, since the nodes are enrolled side by side (each state change is
+    a wait on Ironic's conductor, not work on this machine).
 
     Each node has automated cleaning off (``automated_clean = False``,
     ironic/conductor/utils.py skip_automated_cleaning): the cloud's fake
     clean step sleeps ``configs.CLEAN_SECONDS``, which provide would wait
     for. A test turns it on for the node it cleans.
     """
+    with ThreadPoolExecutor(len(IRONIC_NODES)) as pool:
+        futures = [pool.submit(_enrol, connect(), name, timeout)
+                   for name in IRONIC_NODES]
+        return [future.result() for future in futures]
+
+
+def _enrol(conn: Any, name: str, timeout: float) -> str:
     bm = conn.baremetal
-    uuids = []
-    for name in IRONIC_NODES:
-        node = bm.find_node(name)
-        if node is None:
-            node = bm.create_node(
-                name=name, driver=FAKE_HARDWARE,
-                resource_class=BAREMETAL_CLASS,
-                properties={"cpus": 2, "memory_mb": 4096, "local_gb": 10},
-                is_automated_clean_enabled=False)
-        if node.provision_state == "enroll":
-            bm.set_node_provision_state(node, "manage", wait=True,
-                                        timeout=timeout)
-            node = bm.get_node(node.id)
-        if node.power_state != "power off":
-            bm.set_node_power_state(node, "power off", wait=True,
+    node = bm.find_node(name)
+    if node is None:
+        node = bm.create_node(
+            name=name, driver=FAKE_HARDWARE,
+            resource_class=BAREMETAL_CLASS,
+            properties={"cpus": 2, "memory_mb": 4096, "local_gb": 10},
+            is_automated_clean_enabled=False)
+    if node.provision_state == "enroll":
+        bm.set_node_provision_state(node, "manage", wait=True,
                                     timeout=timeout)
-        if node.provision_state == "manageable":
-            bm.set_node_provision_state(node, "provide", wait=True,
-                                        timeout=timeout)
-        uuids.append(str(node.id))
-    return uuids
+        node = bm.get_node(node.id)
+    if node.power_state != "power off":
+        bm.set_node_power_state(node, "power off", wait=True,
+                                timeout=timeout)
+    if node.provision_state == "manageable":
+        bm.set_node_provision_state(node, "provide", wait=True,
+                                    timeout=timeout)
+    return str(node.id)
+
+
+def wait_providers(conn: Any, count: int, timeout: float) -> bool:
+    """Wait (bounded) until placement has ``count`` resource providers;
+    True if so. A compute creates its node's record and then its provider
+    (nova/compute/resource_tracker.py ``_init_compute_node``, ``_update``),
+    so a provider means a record that ``discover_hosts`` can map."""
+    deadline = time.monotonic() + timeout
+    while True:
+        resp = conn.placement.get("/resource_providers")
+        if resp.ok and len(resp.json()["resource_providers"]) >= count:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(1)
 
 
 def wait_hypervisors(conn: Any, count: int, timeout: float) -> int:
