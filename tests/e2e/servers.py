@@ -48,6 +48,25 @@ def boot(conn: Any, image: str, name: str, host: str | None = None,
     return str(resp.json()["server"]["id"])
 
 
+def boot_many(conn: Any, image: str, name: str, count: int,
+              flavor: str = resources.FLAVOR) -> list[str]:
+    """POST ``count`` servers in one request (``min_count`` = ``max_count``,
+    what ``openstack server create --min N --max N`` sends): all or none;
+    their IDs, found by the request's reservation ID."""
+    flavor_id = conn.compute.find_flavor(flavor, ignore_missing=False).id
+    body = {"name": name, "imageRef": image, "flavorRef": flavor_id,
+            "networks": "none", "min_count": count, "max_count": count,
+            "return_reservation_id": True}
+    resp = conn.compute.post("/servers", json={"server": body},
+                             microversion=MICROVERSION)
+    resp.raise_for_status()
+    reservation = resp.json()["reservation_id"]
+    listed = conn.compute.get("/servers", params={
+        "reservation_id": reservation}, microversion=MICROVERSION)
+    listed.raise_for_status()
+    return [str(s["id"]) for s in listed.json()["servers"]]
+
+
 def show(conn: Any, server: str) -> dict[str, Any]:
     resp = conn.compute.get(f"/servers/{server}", microversion=MICROVERSION)
     resp.raise_for_status()
