@@ -14,6 +14,8 @@
 #                           every log; the cloud runs until `down`
 #   tools/cloud.sh status   what runs (--json: processes, endpoints, facts)
 #   tools/cloud.sh down     stop every process by its recorded PID
+#   tools/cloud.sh stop NAME...  stop those processes (as status names
+#                           them); `up` starts them again
 #                           (--purge: also remove the state directory)
 # Everything lives in .cloud/ (NDF_CLOUD_DIR moves it): the state file
 # cloud.json, clouds.yaml, env, the databases, the logs. doc/source/cloud.rst
@@ -92,8 +94,8 @@ case "${1:-}" in
         apt_job=$!
         cloud_venv
         wait "$apt_job" ;;
-    down|status) ;;
-    *) echo "usage: tools/cloud.sh up | down [--purge] | status [--json]" >&2; exit 2 ;;
+    down|status|stop) ;;
+    *) echo "usage: tools/cloud.sh up | down [--purge] | status [--json] | stop NAME..." >&2; exit 2 ;;
 esac
 # The orchestrator runs in .venv (it imports the tests' service helpers);
 # the services run from .venv-cloud and .venv-ironic. Native threads: it

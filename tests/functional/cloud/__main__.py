@@ -82,6 +82,21 @@ def down(purge: bool) -> int:
     return 0
 
 
+def stop(names: list[str]) -> int:
+    """Stop the named processes by their recorded PIDs; ``up`` starts
+    them again. An unknown name is refused, and nothing is stopped."""
+    state = CloudState.load(cloud_dir())
+    unknown = [n for n in names if n not in state.procs]
+    if unknown:
+        known = ", ".join(_order(state)) or "none: the cloud is not up"
+        print(f"cloud: no process {', '.join(unknown)} (known: {known})",
+              file=sys.stderr)
+        return 2
+    for proc in stop_all([state.procs[n] for n in names]):
+        up_module.say(f"stopped {proc.name} (pid {proc.pid})")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tools/cloud.sh")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -90,6 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     down_p.add_argument("--purge", action="store_true",
                         help="also remove the state directory (databases, "
                         "images, logs)")
+    stop_p = sub.add_parser("stop", help="stop some processes by their "
+                            "PIDs (up starts them again)")
+    stop_p.add_argument("names", nargs="+", metavar="NAME",
+                        help="a process as status names it, for example "
+                        "nova-compute-fake-1")
     status_p = sub.add_parser("status", help="say what runs")
     status_p.add_argument("--json", action="store_true",
                           help="machine-readable: processes, endpoints, facts")
@@ -98,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         return status(args.json)
     if args.command == "down":
         return down(args.purge)
+    if args.command == "stop":
+        return stop(args.names)
     try:
         cloud = up_module.up(cloud_dir())
     except (ServiceStartError, OSError) as exc:
