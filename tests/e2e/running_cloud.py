@@ -147,6 +147,16 @@ class RunningCloud:
                                f"{result.stderr.strip()[-500:]}")
         return result.stdout
 
+    def stop_process(self, name: str) -> None:
+        """``tools/cloud.sh stop NAME``: SIGTERM by its recorded PID (what
+        an operator's service manager sends), SIGKILL after a grace."""
+        rc = _cloud_sh("stop", name, timeout=60, log=self.log)
+        if rc != 0:
+            raise RuntimeError(f"tools/cloud.sh stop {name} exited {rc}; "
+                               f"see {self.log}")
+        if self.state.procs[name].alive():
+            raise RuntimeError(f"{name} still runs after cloud.sh stop")
+
     def kill(self, name: str) -> None:
         """SIGKILL one process of the cloud (its group), by recorded PID."""
         proc = self.state.procs[name]

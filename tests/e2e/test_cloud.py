@@ -199,7 +199,8 @@ class CloudTest(WorkersCase):
         self.assertEqual("ACTIVE", moved["status"])
         self.assertNotEqual("fake-2", moved[servers.HOST_FIELD])
 
-        self.cloud.kill("nova-compute-fake-2")
+        # The runbook's "stop nova-compute", as the README does it.
+        self.cloud.stop_process("nova-compute-fake-2")
         servers.wait_service(self.admin, "fake-2", "down")
         self.cli_ok("drain", "host", "finish", "fake-2", "--yes")
         self.assertIsNone(servers.compute_service(self.admin, "fake-2"))
