@@ -35,6 +35,7 @@ from tests.functional.cloud import identity
 from tests.functional.cloud import mariadb
 from tests.functional.cloud import plan
 from tests.functional.cloud import resources
+from tests.functional.cloud import schemas
 from tests.functional.cloud.configs import Layout
 from tests.functional.cloud.plan import Step
 from tests.functional.cloud.state import CloudState
@@ -206,37 +207,8 @@ class Cloud:
 
     def schema(self, service: str) -> None:
         """``service``'s schema (and Keystone's keys and bootstrap)."""
-        lay, b = self.layout, self.bin
-        ks = ["--config-file", str(lay.etc("keystone") / "keystone.conf")]
-        nova = ["--config-file", str(lay.etc("nova") / "nova.conf")]
-        keys = ["--keystone-user", "root", "--keystone-group", "root"]
-        commands: dict[str, list[list[str]]] = {
-            "keystone": [
-                [b("keystone-manage"), *ks, "db_sync"],
-                [b("keystone-manage"), *ks, "fernet_setup", *keys],
-                [b("keystone-manage"), *ks, "credential_setup", *keys],
-                [b("keystone-manage"), *ks, "bootstrap",
-                 "--bootstrap-password", configs.PASSWORD,
-                 "--bootstrap-region-id", configs.REGION,
-                 "--bootstrap-public-url", lay.keystone]],
-            "placement": [[b("placement-manage"), "--config-file",
-                           str(lay.etc("placement") / "placement.conf"),
-                           "db", "sync"]],
-            "glance": [[b("glance-manage"), "--config-file",
-                        str(lay.etc("glance") / "glance-api.conf"),
-                        "db_sync"]],
-            "nova": [
-                [b("nova-manage"), *nova, "api_db", "sync"],
-                [b("nova-manage"), *nova, "cell_v2", "map_cell0",
-                 "--database_connection", lay.db("nova_cell0")],
-                [b("nova-manage"), *nova, "cell_v2", "create_cell",
-                 "--name", "cell1", "--verbose"],
-                [b("nova-manage"), *nova, "db", "sync"]],
-            "ironic": [[b("ironic-dbsync", IRONIC_VENV), "--config-file",
-                        str(lay.etc("ironic") / "ironic.conf"),
-                        "create_schema"]],
-        }
-        self.once(f"{service}-schema", commands[service])
+        self.once(f"{service}-schema",
+                  schemas.commands(self.layout, service, self.bin))
 
     def keystone(self) -> None:
         """Its schema, its API, then the projects, users and roles."""
