@@ -249,7 +249,8 @@ class Cloud:
         self.wait("ironic")
 
     def nova_control(self) -> None:
-        """nova-conductor and nova-scheduler: the database and RPC only."""
+        """nova-conductor and nova-scheduler: the database, RPC and the
+        catalog."""
         conf = ["--config-file", str(self.layout.etc("nova") / "nova.conf")]
         for name in ("nova-conductor", "nova-scheduler"):
             self.run(name, [self.bin(name), *conf])
@@ -345,9 +346,13 @@ class Cloud:
             Step("nova-api", lambda: self.api(
                 "nova", "nova.wsgi.osapi_compute:application",
                 "OS_NOVA_CONFIG_DIR"), ("MariaDB", conf)),
-            # Nova's schema is nova-api's step; these need only it and RPC.
+            # Nova's schema is nova-api's step. The scheduler builds its
+            # placement client once, when it starts (nova/scheduler/
+            # manager.py SchedulerManager.__init__): started before the
+            # catalog has placement, it answered every request with
+            # ServiceDisabledException until restarted.
             Step("nova-conductor, nova-scheduler", self.nova_control,
-                 ("nova-api", "RabbitMQ")),
+                 ("nova-api", "RabbitMQ", "Keystone")),
             # A compute reports to placement when it starts.
             Step("3 fake nova-compute",
                  lambda: self.computes(configs.FAKE_COMPUTES),
