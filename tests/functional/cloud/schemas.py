@@ -20,7 +20,9 @@ from tests.functional.cloud import configs
 from tests.functional.cloud.configs import Layout
 from tests.functional.services.process import REPO_ROOT
 
+#: Ironic's programs (tools/setup.sh); up.py starts Ironic from it too.
 IRONIC_VENV = REPO_ROOT / ".venv-ironic"
+
 SERVICES = ("keystone", "placement", "glance", "nova", "ironic")
 
 

@@ -38,6 +38,7 @@ from tests.functional.cloud import resources
 from tests.functional.cloud import schemas
 from tests.functional.cloud.configs import Layout
 from tests.functional.cloud.plan import Step
+from tests.functional.cloud.schemas import IRONIC_VENV
 from tests.functional.cloud.state import CloudState
 from tests.functional.services.process import REPO_ROOT
 from tests.functional.services.process import ServiceProcess
@@ -48,7 +49,6 @@ from tests.functional.services.process import write_ini
 from tests.functional.services.rabbitmq_server import RabbitMQServer
 
 CLOUD_VENV = REPO_ROOT / ".venv-cloud"
-IRONIC_VENV = REPO_ROOT / ".venv-ironic"
 PORTS = ("mariadb", "rabbitmq", "keystone", "placement", "glance",
          "network", "nova-api", "ironic")
 #: The order processes start in; ``down`` stops them the other way round.
