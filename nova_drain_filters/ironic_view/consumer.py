@@ -22,7 +22,8 @@ prefetch) and the reconnect with its backoff, by taking the rabbit
 driver's own ``Connection``. It declares the same queue with the same
 arguments and bindings as the listener would for the pool, so the two can
 share it and an upgrade reuses it. What it changes is the loop: it drains
-every message waiting (up to ``BATCH_MAX``) per wakeup, decodes each with
+every message waiting (up to ``BATCH_MAX``, and for at most
+``BATCH_TIMEOUT`` after the first) per wakeup, decodes each with
 one JSON decode of the envelope and one of its message, hands the batch
 over, and after the batch is applied acks it with one ``basic.ack``
 (``multiple``) for its last delivery tag. A crash before the batch is
@@ -35,6 +36,7 @@ falls back to oslo.messaging's listener when it is not.
 """
 import json
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -47,7 +49,9 @@ LOG = logging.getLogger(__name__)
 
 #: The most messages one wakeup drains before it hands them over.
 BATCH_MAX = 1000
-#: How long a batch waits for one more message (as ``listening``'s).
+#: How long a batch may gather after its first message (as ``listening``'s
+#: batch_timeout: oslo_messaging/_drivers/base.py ``batch_poll_helper``
+#: counts it from the batch's start, not from the last message).
 BATCH_TIMEOUT = 0.02
 #: The priorities ``listening.Endpoint`` answers, so the bindings that
 #: oslo.messaging's listener makes for it (notify/dispatcher.py
@@ -228,9 +232,16 @@ class QueueConsumer:
             if conn._heartbeat_supported_and_enabled():
                 conn._heartbeat_check()
             return
+        # The window is counted from the first message: a steady stream
+        # (a message every few ms) must not hold the batch open until
+        # BATCH_MAX, which at 100 events a second delayed them by seconds.
+        deadline = time.monotonic() + BATCH_TIMEOUT
         while len(self._buffer) < BATCH_MAX and not self._stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
             try:
-                kombu_conn.drain_events(timeout=BATCH_TIMEOUT)
+                kombu_conn.drain_events(timeout=left)
             except TimeoutError:
                 break
         if conn._heartbeat_supported_and_enabled():

@@ -1,0 +1,121 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The consumer's batch window and its decoding, on a fake connection.
+
+The broker itself (declares, redelivery, one ack per batch) is in
+tests/functional/test_event_consumer.py.
+"""
+import json
+import types
+from typing import Any
+from unittest import mock
+
+import fixtures
+import testtools
+
+from nova_drain_filters.ironic_view import consumer
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class StreamingConnection:
+    """A kombu connection on which a message arrives every ``gap`` s.
+
+    ``drain_events`` delivers the next message to the buffer if it comes
+    within its timeout, and advances the fake clock by what it waited.
+    """
+
+    def __init__(self, buffer: list[Any], clock: Clock, gap: float,
+                 count: int) -> None:
+        self.buffer, self.clock, self.gap = buffer, clock, gap
+        self.left = count
+        self.connected = True
+        self.timeouts: list[float] = []
+
+    def drain_events(self, timeout: float) -> None:
+        self.timeouts.append(timeout)
+        if not self.left or self.gap > timeout:
+            self.clock.now += timeout
+            raise TimeoutError()
+        self.clock.now += self.gap
+        self.left -= 1
+        self.buffer.append(object())
+
+
+class TestBatchWindow(testtools.TestCase):
+    def drain(self, gap: float, count: int = 5000) -> tuple[
+            consumer.QueueConsumer, StreamingConnection, Clock]:
+        queue = consumer.QueueConsumer(mock.sentinel.transport, "ironic",
+                                       "topic", "pool", mock.Mock())
+        clock = Clock()
+        stream = StreamingConnection(queue._buffer, clock, gap, count)
+        queue._conn = types.SimpleNamespace(
+            connection=stream, _new_tags=set(), _consumers={},
+            _poll_timeout=1.0,
+            _heartbeat_supported_and_enabled=lambda: False)
+        self.useFixture(fixtures.MockPatchObject(consumer, "time", clock))
+        queue._drain()
+        return queue, stream, clock
+
+    def test_a_steady_stream_closes_the_batch_after_the_window(self) -> None:
+        # A message every 5 ms, as at 200 events a second: the old loop
+        # waited BATCH_TIMEOUT for each next one and so gathered BATCH_MAX
+        # (five seconds of events) before it handed any over.
+        queue, stream, clock = self.drain(gap=0.005)
+        self.assertLessEqual(len(queue._buffer),
+                             1 + consumer.BATCH_TIMEOUT / 0.005)
+        self.assertGreater(len(queue._buffer), 1)
+        first_arrival = 100.0 + 0.005
+        self.assertLessEqual(clock.now - first_arrival,
+                             consumer.BATCH_TIMEOUT + 1e-9)
+        # Each wait is only what is left of the window.
+        self.assertTrue(all(t <= consumer.BATCH_TIMEOUT + 1e-9
+                            for t in stream.timeouts[1:]))
+
+    def test_a_backlog_fills_the_batch_to_its_maximum(self) -> None:
+        queue, _, _ = self.drain(gap=0.0)
+        self.assertEqual(consumer.BATCH_MAX, len(queue._buffer))
+
+    def test_a_lone_message_is_handed_over_after_the_window(self) -> None:
+        queue, stream, clock = self.drain(gap=0.001, count=1)
+        self.assertEqual(1, len(queue._buffer))
+        self.assertAlmostEqual(100.001 + consumer.BATCH_TIMEOUT, clock.now)
+
+    def test_nothing_waiting_returns_after_the_poll(self) -> None:
+        queue, stream, _ = self.drain(gap=0.0, count=0)
+        self.assertEqual([], queue._buffer)
+        self.assertEqual([1.0], stream.timeouts)
+
+
+class TestDecode(testtools.TestCase):
+    def test_an_envelope_is_opened(self) -> None:
+        inner = {"event_type": "baremetal.node.update.end",
+                 "payload": {"a": 1}}
+        body = json.dumps({"oslo.version": "2.0",
+                           "oslo.message": json.dumps(inner)})
+        self.assertEqual(("baremetal.node.update.end", {"a": 1}),
+                         consumer.decode(body))
+
+    def test_a_bare_message(self) -> None:
+        self.assertEqual(("x", None),
+                         consumer.decode(b'{"event_type": "x"}'))
+
+    def test_not_an_object_is_refused(self) -> None:
+        self.assertRaises(ValueError, consumer.decode, b"[1, 2]")
+        self.assertRaises(ValueError, consumer.decode, b"not json")
