@@ -24,16 +24,24 @@ arguments and bindings as the listener would for the pool, so the two can
 share it and an upgrade reuses it. What it changes is the loop: it drains
 every message waiting (up to ``BATCH_MAX``, and for at most
 ``BATCH_TIMEOUT`` after the first) per wakeup, decodes each with
-one JSON decode of the envelope and one of its message, hands the batch
-over, and after the batch is applied acks it with one ``basic.ack``
-(``multiple``) for its last delivery tag. A crash before the batch is
-applied leaves it unacked, and the broker delivers it again.
+one JSON decode of the envelope and one of its message, and hands the
+batch over. It goes on reading while batches are applied, and acks every
+batch applied so far with one ``basic.ack`` (``multiple``) for the last
+delivery tag among them. A crash before a batch is applied leaves it
+unacked, and the broker delivers it again.
+
+Reading does not wait for the apply: the listener holds a batch back
+while a request reads the snapshot (``snapshot.Patches.hold``), and a
+reader that stopped meanwhile would turn each hold into a stall, a few
+events per quarter second in a busy scheduler. At most ``MAX_UNACKED``
+messages are read ahead of the apply.
 
 It depends on impl_rabbit's ``Connection`` and ``Consumer``
 (oslo_messaging/_drivers/impl_rabbit.py), which are not public:
 ``supports`` says whether a transport is that driver, and ``listening``
 falls back to oslo.messaging's listener when it is not.
 """
+import collections
 import json
 import threading
 import time
@@ -53,6 +61,11 @@ BATCH_MAX = 1000
 #: batch_timeout: oslo_messaging/_drivers/base.py ``batch_poll_helper``
 #: counts it from the batch's start, not from the last message).
 BATCH_TIMEOUT = 0.02
+#: The most messages read but not yet applied; past it, reading waits.
+MAX_UNACKED = 5 * BATCH_MAX
+#: How long a read waits while batches are being applied, so that they
+#: are acked soon after.
+ACK_POLL = 0.05
 #: The priorities ``listening.Endpoint`` answers, so the bindings that
 #: oslo.messaging's listener makes for it (notify/dispatcher.py
 #: ``supported_priorities``, amqpdriver.py ``listen_for_notifications``).
@@ -60,6 +73,9 @@ PRIORITIES = ("info", "warn", "error", "critical")
 
 #: One message as the listener's endpoint sees it: event type, payload.
 Message = tuple[Any, Any]
+#: Queues one batch for its apply and returns without waiting; what it
+#: returns says (without blocking) whether that batch is applied yet.
+OnBatch = Callable[[list[Message]], Callable[[], bool]]
 
 def supports(transport: Any) -> bool:
     """True when ``transport`` is oslo.messaging's rabbit driver."""
@@ -96,21 +112,25 @@ class _RawConsumer(impl_rabbit.Consumer):
 class QueueConsumer:
     """Consume one pool's queue in batches; the shape of an oslo server.
 
-    ``on_batch`` gets the messages of one wakeup and a ``keep_alive`` to
-    call every second or so while it waits, and returns once they are
-    applied; only then is the batch acked. It must not raise (it is
-    ``EventListener``'s, which drops what it cannot use).
+    ``on_batch`` gets the messages of one wakeup and queues them; the
+    batch is acked once the check it returns says it is applied. If it
+    raises, the batch stays unacked until the connection goes (it is
+    ``EventListener``'s, which does not raise).
     """
 
     def __init__(self, transport: Any, exchange: str, topic: str, pool: str,
-                 on_batch: Callable[[list[Message], Callable[[], None]],
-                                    None]) -> None:
+                 on_batch: OnBatch) -> None:
         self._transport = transport
         self._exchange = exchange
         self._topic = topic
         self._pool = pool
         self._on_batch = on_batch
         self._buffer: list[Any] = []
+        #: Batches handed over and not acked: (applied?, last message,
+        #: messages), oldest first.
+        self._in_flight: collections.deque[
+            tuple[Callable[[], bool], Any, int]] = collections.deque()
+        self._unacked = 0
         self._conn: Any = None
         self._context: Any = None
         self._stop = threading.Event()
@@ -189,6 +209,10 @@ class QueueConsumer:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
+                self._ack_applied()
+                if self._unacked >= MAX_UNACKED:
+                    self._wait_for_apply()
+                    continue
                 messages = self._receive()
                 if messages:
                     self._hand_over(messages)
@@ -196,10 +220,21 @@ class QueueConsumer:
                 LOG.exception("Ironic event consumer failed; going on")
                 self._stop.wait(1.0)
 
+    def _wait_for_apply(self) -> None:
+        """Read no more until the oldest batch is applied; keep alive."""
+        applied = self._in_flight[0][0]
+        beat = time.monotonic()
+        while not self._stop.is_set() and not applied():
+            if time.monotonic() - beat >= 1.0:
+                self.keep_alive()
+                beat = time.monotonic()
+            self._stop.wait(ACK_POLL)
+
     def _receive(self) -> list[Any]:
         """One wakeup's messages; reconnects (oslo's way) if it must."""
         conn = self._conn
         del self._buffer[:]
+        poll = ACK_POLL if self._in_flight else 1.0
 
         def lost(exc: Exception) -> None:
             # As Connection.consume's: consume again after a reconnect;
@@ -208,11 +243,11 @@ class QueueConsumer:
             del self._buffer[:]
 
         with conn._connection_lock:
-            conn.ensure(self._drain, recoverable_error_callback=lost,
-                        error_callback=lost)
+            conn.ensure(lambda: self._drain(poll),
+                        recoverable_error_callback=lost, error_callback=lost)
         return list(self._buffer)
 
-    def _drain(self) -> None:
+    def _drain(self, poll: float = 1.0) -> None:
         """Read what waits: one message (or a poll's timeout), then more."""
         conn = self._conn
         kombu_conn = conn.connection
@@ -227,7 +262,7 @@ class QueueConsumer:
                     conn._new_tags.discard(tag)
         try:
             # At most a second, so that a stop is seen soon.
-            kombu_conn.drain_events(timeout=min(1.0, conn._poll_timeout))
+            kombu_conn.drain_events(timeout=min(poll, conn._poll_timeout))
         except TimeoutError:
             if conn._heartbeat_supported_and_enabled():
                 conn._heartbeat_check()
@@ -248,7 +283,7 @@ class QueueConsumer:
             conn._heartbeat_check()
 
     def _hand_over(self, messages: list[Any]) -> None:
-        """Decode, apply, then ack the batch at once."""
+        """Decode the batch and queue it for its apply."""
         batch = []
         for message in messages:
             try:
@@ -263,16 +298,29 @@ class QueueConsumer:
                 LOG.warning("Dropped an undecodable Ironic notification: "
                             "%.200s", exc)
         self.batches += 1
-        self._on_batch(batch, self.keep_alive)
-        last = messages[-1]
+        applied = self._on_batch(batch)
+        self._in_flight.append((applied, messages[-1], len(messages)))
+        self._unacked += len(messages)
+
+    def _ack_applied(self) -> None:
+        """Ack, at once, every batch applied so far, oldest first."""
+        last, count = None, 0
+        while self._in_flight and self._in_flight[0][0]():
+            _, last, n = self._in_flight.popleft()
+            count += n
+        if last is None:
+            return
+        self._unacked -= count
         conn = self._conn
         with conn._connection_lock:
             if last.channel is not conn.channel:
                 return  # reconnected since: the broker sends them again
             try:
+                # Delivery tags are the channel's: ``multiple`` covers
+                # every earlier message of this channel, none of another.
                 conn.channel.basic_ack(last.delivery_tag, multiple=True)
                 self.acks += 1
             except Exception as exc:  # a lost connection: redelivered
                 LOG.info("Could not ack %(n)d Ironic notifications "
                          "(%(error)s); the broker sends them again",
-                         {"n": len(messages), "error": exc})
+                         {"n": count, "error": exc})

@@ -72,9 +72,6 @@ CONNECT_GRACE = 5.0
 WATCH_INTERVAL = 0.5
 #: The most events applied as one batch (one lock hold, at most one copy).
 BATCH_MAX = 5000
-#: How long a batch from the consumer waits for its apply before it goes
-#: unacked to the next (the broker then sends it again after a reconnect).
-APPLIED_WAIT = 60.0
 
 
 class View(Protocol):
@@ -309,25 +306,23 @@ class EventListener:
             self._queued += 1
             self._wake.notify()
 
-    def on_batch(self, messages: list[consumer.Message],
-                 keep_alive: Callable[[], None] = lambda: None) -> None:
-        """Queue a consumer's batch; return once it is applied.
+    def on_batch(self, messages: list[consumer.Message]
+                 ) -> Callable[[], bool]:
+        """Queue a consumer's batch; return whether it is applied yet.
 
-        The consumer acks the batch when this returns, so a crash before
-        the apply leaves it for the broker to send again. Never raises.
+        Returns at once, with a check that never blocks: the consumer
+        reads on while the batch waits for its apply, and acks it once
+        the check says it is applied, so a crash before the apply leaves
+        it for the broker to send again. Never raises.
         """
         for event_type, payload in messages:
             self.on_event(event_type, payload)
-        deadline = time.monotonic() + APPLIED_WAIT
         with self._wake:
             target = self._queued
-        while not self._stop.is_set() and time.monotonic() < deadline:
-            with self._wake:
-                if self._done >= target or self._wake.wait_for(
-                        lambda: self._done >= target or self._stop.is_set(),
-                        1.0):
-                    return
-            keep_alive()
+
+        def applied() -> bool:
+            return self._done >= target
+        return applied
 
     def _apply_loop(self) -> None:
         while not self._stop.is_set():

@@ -80,8 +80,7 @@ def server(transport: Any, endpoint: Endpoint, pool: str | None) -> Any:
 
 def consume(transport: Any, pool: str | None,
             on_event: Callable[[Any, Any], None],
-            on_batch: Callable[[list[consumer.Message], Callable[[], None]],
-                               None]) -> Any:
+            on_batch: consumer.OnBatch) -> Any:
     """A (not yet started) server of the pool's queue: ours on RabbitMQ
     (``on_batch``), else oslo.messaging's listener (``on_event``)."""
     group = CONF.drain_filters

@@ -78,11 +78,16 @@ class ConsumerTest(testtools.TestCase):
         return transport
 
     def consumer(self, transport: Any,
-                 on_batch: Callable[[list[consumer.Message]], None]
+                 on_batch: Callable[[list[consumer.Message]], None],
+                 applied: Callable[[], bool] = lambda: True,
                  ) -> consumer.QueueConsumer:
+        """A consumer whose batches are applied once ``applied`` says so
+        (at once by default); ``on_batch`` raising is a crash."""
+        def queue(batch: list[consumer.Message]) -> Callable[[], bool]:
+            on_batch(batch)
+            return applied
         queue_consumer = consumer.QueueConsumer(
-            transport, self.exchange, TOPIC, self.pool,
-            lambda batch, keep_alive: on_batch(batch))
+            transport, self.exchange, TOPIC, self.pool, queue)
         queue_consumer.start()
         self.addCleanup(queue_consumer.wait)
         self.addCleanup(queue_consumer.stop)
@@ -205,3 +210,30 @@ class ConsumerTest(testtools.TestCase):
         # One ack per batch, each for all of it (multiple=True).
         self.assertEqual(ours.batches, ours.acks)
         self.assertLess(ours.acks, 20)
+
+    def test_reading_goes_on_while_batches_wait_for_their_apply(self) -> None:
+        # A scheduler's listener holds batches back while requests read
+        # the snapshot: the consumer must read on meanwhile, and ack only
+        # what is applied.
+        transport = self.transport()
+        got: list[consumer.Message] = []
+        release = threading.Event()
+        ours = self.consumer(transport, got.extend, release.is_set)
+        first = [str(uuid.uuid4()) for _ in range(10)]
+        self.publish(first)
+        self.wait_for("the first events", lambda: len(got) == 10)
+        second = [str(uuid.uuid4()) for _ in range(10)]
+        self.publish(second)
+        self.wait_for("the second events, read before any apply",
+                      lambda: len(got) == 20)
+        self.wait_for("20 unacked", lambda: self.queue()[
+            "messages_unacknowledged"] == 20)
+        self.assertEqual(0, ours.acks)
+        release.set()
+        self.wait_for("an empty queue", lambda: (
+            self.queue()["messages_ready"],
+            self.queue()["messages_unacknowledged"]) == (0, 0))
+        self.assertGreaterEqual(ours.acks, 1)
+        self.assertLessEqual(ours.acks, ours.batches)
+        self.assertEqual(first + second,
+                         [p["ironic_object.data"]["uuid"] for _, p in got])

@@ -10,12 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The consumer's batch window and its decoding, on a fake connection.
+"""The consumer's batch window and its acks, on a fake connection.
 
 The broker itself (declares, redelivery, one ack per batch) is in
 tests/functional/test_event_consumer.py.
 """
-import json
 import types
 from typing import Any
 from unittest import mock
@@ -103,19 +102,77 @@ class TestBatchWindow(testtools.TestCase):
         self.assertEqual([1.0], stream.timeouts)
 
 
-class TestDecode(testtools.TestCase):
-    def test_an_envelope_is_opened(self) -> None:
-        inner = {"event_type": "baremetal.node.update.end",
-                 "payload": {"a": 1}}
-        body = json.dumps({"oslo.version": "2.0",
-                           "oslo.message": json.dumps(inner)})
-        self.assertEqual(("baremetal.node.update.end", {"a": 1}),
-                         consumer.decode(body))
+class Channel:
+    def __init__(self) -> None:
+        self.acks: list[tuple[int, bool]] = []
 
-    def test_a_bare_message(self) -> None:
-        self.assertEqual(("x", None),
-                         consumer.decode(b'{"event_type": "x"}'))
+    def basic_ack(self, tag: int, multiple: bool) -> None:
+        self.acks.append((tag, multiple))
 
-    def test_not_an_object_is_refused(self) -> None:
-        self.assertRaises(ValueError, consumer.decode, b"[1, 2]")
-        self.assertRaises(ValueError, consumer.decode, b"not json")
+
+class TestAcks(testtools.TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.done: set[int] = set()
+        self.channel = Channel()
+        self.queue = consumer.QueueConsumer(
+            mock.sentinel.transport, "ironic", "topic", "pool",
+            self.on_batch)
+        self.queue._conn = types.SimpleNamespace(
+            channel=self.channel, _connection_lock=mock.MagicMock())
+        self.tags = 0
+
+    def on_batch(self, batch: list[consumer.Message]) -> Any:
+        number = self.queue.batches
+        return lambda: number in self.done
+
+    def hand_over(self, count: int, channel: Any = None) -> None:
+        messages = []
+        for _ in range(count):
+            self.tags += 1
+            messages.append(types.SimpleNamespace(
+                body=b'{"event_type": "e", "payload": {}}', headers={},
+                channel=channel or self.channel, delivery_tag=self.tags))
+        self.queue._hand_over(messages)
+
+    def test_applied_batches_are_acked_at_once_in_order(self) -> None:
+        for count in (3, 2, 4):
+            self.hand_over(count)  # batches 1, 2, 3
+        self.assertEqual(9, self.queue._unacked)
+        self.queue._ack_applied()
+        self.assertEqual([], self.channel.acks)  # nothing applied yet
+        self.done.update({1, 3})
+        self.queue._ack_applied()
+        # Batch 3 waits behind 2: a multiple ack of 9 would ack 2 too.
+        self.assertEqual([(3, True)], self.channel.acks)
+        self.assertEqual(6, self.queue._unacked)
+        self.done.add(2)
+        self.queue._ack_applied()
+        self.assertEqual([(3, True), (9, True)], self.channel.acks)
+        self.assertEqual((0, 2), (self.queue._unacked, self.queue.acks))
+
+    def test_a_lost_channels_batches_are_not_acked(self) -> None:
+        self.hand_over(2, channel=Channel())  # before a reconnect
+        self.done.add(1)
+        self.queue._ack_applied()
+        self.assertEqual([], self.channel.acks)
+        self.assertEqual(0, self.queue._unacked)
+
+    def test_reading_waits_past_the_unacked_bound(self) -> None:
+        waited: list[bool] = []
+        self.hand_over(1)
+        self.queue._unacked = consumer.MAX_UNACKED
+        self.queue._stop.wait = lambda timeout: (  # type: ignore
+            waited.append(True), self.done.add(1))[0]
+        self.queue._wait_for_apply()
+        self.assertEqual([True], waited)
+        self.queue._ack_applied()
+        self.assertEqual([(1, True)], self.channel.acks)
+
+    def test_a_batch_that_raises_is_never_acked(self) -> None:
+        def crash(batch: list[consumer.Message]) -> Any:
+            raise RuntimeError("died before the apply")
+        self.queue._on_batch = crash
+        self.assertRaises(RuntimeError, self.hand_over, 2)
+        self.queue._ack_applied()
+        self.assertEqual(([], 0), (self.channel.acks, self.queue._unacked))
