@@ -15,10 +15,11 @@
 The scheduler of ``select_destinations`` (Nova's harness, ``--nodes``
 Ironic-like compute nodes, the drain filters, Nova's default filters and
 the pre-filter), on native threads as Nova 34's nova-scheduler runs, with
-its Ironic view in event mode: the real oslo.messaging batch listener on a
-private RabbitMQ, over a snapshot of ``--snapshot-nodes`` nodes (Nova's
-nodes first, then nodes no request can land on, which the events name, so
-that every call's filter work is the same). ``--workers`` - 1 more
+its Ironic view in event mode: the real listener (our consumer of its
+pool's queue) on a private RabbitMQ, over a snapshot of
+``--snapshot-nodes`` nodes (Nova's nodes first, then nodes no request
+can land on, which the events name, so that every call's filter work is
+the same). ``--workers`` - 1 more
 listener processes (``ironic_storm``'s) share the broker and the machine,
 as the other scheduler workers of one host would.
 
@@ -27,7 +28,10 @@ calls with the listener idle, and calls for as long as a burst of
 ``--burst`` events (published by a separate process, as fast as one
 publisher goes) is still being applied. It prints the median call of each,
 their ratio (issue 22's goal: at most 1.10) and each burst's drain time
-(goal: 10,000 events within 10 s).
+(goal: 10,000 events within 10 s), then where the CPU went during the
+bursts: the calls' own thread, the scheduler process's other threads
+(its listener), the other listener processes, the broker and the
+publisher (from /proc and the publisher's rusage).
 
 Run from the repository root::
 
@@ -43,10 +47,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import resource
 import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -79,6 +85,59 @@ class BurstRun(sd.Run):
     #: events applied.
     drains: list[tuple[float, int, int]] = dataclasses.field(
         default_factory=list)
+    #: Per burst, CPU seconds by part (``CPU_PARTS``), and its wall time.
+    cpu: list[tuple[dict[str, float], float]] = dataclasses.field(
+        default_factory=list)
+    #: The other listener processes and the broker.
+    other_pids: list[int] = dataclasses.field(default_factory=list)
+    broker_pid: int = 0
+
+
+#: Where a burst's CPU went, in the order they are printed.
+CPU_PARTS = ("calls' thread", "scheduler's other threads",
+             "other listeners", "broker", "publisher")
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_of(stat_path: str) -> float:
+    """user + system CPU seconds of a process or thread (proc(5) stat)."""
+    try:
+        with open(stat_path) as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (the broker runs beam.smp under a
+    wrapper)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        found.append(todo.pop())
+        todo.extend(parents.get(found[-1], []))
+    return found
+
+
+def cpu_now(run: BurstRun) -> dict[str, float]:
+    """CPU so far of each part but the publisher (``CPU_PARTS``)."""
+    main = threading.main_thread().native_id
+    calls = cpu_of(f"/proc/self/task/{main}/stat")
+    return {CPU_PARTS[0]: calls,
+            CPU_PARTS[1]: cpu_of("/proc/self/stat") - calls,
+            CPU_PARTS[2]: sum(cpu_of(f"/proc/{pid}/stat")
+                              for pid in run.other_pids),
+            CPU_PARTS[3]: sum(cpu_of(f"/proc/{pid}/stat")
+                              for pid in tree(run.broker_pid))}
 
 
 class BenchSelectBurst(sd.BenchSelectDestinations):
@@ -111,6 +170,8 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
         events = self.view._events
         assert events is not None
         before_received, target = events.received, events.applied + run.burst
+        cpu_before, wall_before = cpu_now(run), time.monotonic()
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
         publisher = subprocess.Popen(
             [sys.executable, "-m", MODULE, "--publish", run.transport_url,
              str(run.nodes), str(run.snapshot_nodes), str(start),
@@ -132,7 +193,15 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
                 calls += 1
             run.drains.append((time.monotonic() - first, calls,
                                run.burst - max(0, target - events.applied)))
+            cpu_after, wall = cpu_now(run), time.monotonic() - wall_before
             publisher.wait(60)
+            # The only child reaped meanwhile: the publisher.
+            reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+            used = {part: cpu_after[part] - cpu_before[part]
+                    for part in cpu_after}
+            used[CPU_PARTS[4]] = (reaped.ru_utime + reaped.ru_stime
+                                  - children.ru_utime - children.ru_stime)
+            run.cpu.append((used, wall))
         finally:
             if publisher.poll() is None:
                 os.killpg(publisher.pid, signal.SIGKILL)
@@ -195,11 +264,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         broker.start()
         run.transport_url = broker.transport_url
+        run.broker_pid = broker.pid
         others = [ironic_storm.Worker(broker.transport_url,
                                       args.snapshot_nodes, False)
                   for _ in range(args.workers - 1)]
         for worker in others:
             worker.ask(None)  # listening, listed
+        run.other_pids = [worker.proc.pid for worker in others]
         case = BenchSelectBurst("test_measure")
         case.results = run
         error = harness_run.run_quietly(
@@ -229,6 +300,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"burst {n}: {applied:,} of {args.burst:,} events applied in "
               f"{seconds:.1f} s ({applied / seconds:.0f}/s), {calls} calls "
               "meanwhile")
+    if run.cpu:
+        wall = statistics.median(w for _, w in run.cpu)
+        print(f"CPU during a burst (median of {len(run.cpu)}; the publisher "
+              f"includes its start-up), over {wall:.1f} s of wall time on "
+              f"{os.cpu_count()} CPUs:")
+        total = 0.0
+        for part in CPU_PARTS:
+            seconds = statistics.median(used[part] for used, _ in run.cpu)
+            total += seconds
+            print(f"  {part:<26} {seconds:6.2f} s  {seconds / wall:5.2f} CPUs")
+        print(f"  {'all':<26} {total:6.2f} s  {total / wall:5.2f} CPUs")
     for problem in sorted(set(run.problems)):
         print(f"ERROR: {problem}", file=sys.stderr)
     return 1 if run.problems else 0

@@ -15,12 +15,15 @@
 The broker itself (declares, redelivery, one ack per batch) is in
 tests/functional/test_event_consumer.py.
 """
+import socket
+import struct
 import types
 from typing import Any
 from unittest import mock
 
 import fixtures
 import testtools
+from amqp import transport as amqp_transport
 
 from nova_drain_filters.ironic_view import consumer
 
@@ -176,3 +179,51 @@ class TestAcks(testtools.TestCase):
         self.assertRaises(RuntimeError, self.hand_over, 2)
         self.queue._ack_applied()
         self.assertEqual(([], 0), (self.channel.acks, self.queue._unacked))
+
+
+class TestReadAhead(testtools.TestCase):
+    """On py-amqp's own frame reader, over a real socket pair."""
+
+    def transport(self) -> tuple[Any, socket.socket, list[int]]:
+        ours, theirs = socket.socketpair()
+        self.addCleanup(ours.close)
+        self.addCleanup(theirs.close)
+        tcp = amqp_transport.TCPTransport.__new__(
+            amqp_transport.TCPTransport)
+        tcp.sock, tcp._read_buffer = ours, b""
+        tcp.raise_on_initial_eintr = True
+        reads: list[int] = []
+
+        def recv(n: int) -> bytes:
+            reads.append(n)
+            return ours.recv(n)
+        tcp._quick_recv = recv
+        return tcp, theirs, reads
+
+    def frames(self, count: int) -> bytes:
+        return b"".join(struct.pack(">BHI", 3, 1, 5) + b"body%d" % (i % 10)
+                        + b"\xce" for i in range(count))
+
+    def test_many_frames_come_from_one_read(self) -> None:
+        tcp, theirs, reads = self.transport()
+        theirs.sendall(self.frames(30))
+        consumer.read_ahead(tcp)
+        consumer.read_ahead(tcp)  # once is enough: no read inside a read
+        got = [tcp.read_frame() for _ in range(30)]
+        self.assertEqual([(3, 1, b"body%d" % (i % 10)) for i in range(30)],
+                         [tuple(frame) for frame in got])
+        self.assertEqual([consumer.READ_AHEAD], reads)
+
+    def test_without_it_py_amqp_reads_each_part(self) -> None:
+        # What read_ahead is for: three reads per frame.
+        tcp, theirs, reads = self.transport()
+        theirs.sendall(self.frames(2))
+        for _ in range(2):
+            tcp.read_frame()
+        self.assertEqual([7, 5, 1, 7, 5, 1], reads)
+
+    def test_a_transport_without_the_hook_is_left_alone(self) -> None:
+        other = types.SimpleNamespace()
+        consumer.read_ahead(other)
+        consumer.read_ahead(None)
+        self.assertEqual({}, vars(other))
