@@ -59,17 +59,19 @@ def main(transport_url: str, ironic_url: str, lock_path: str,
 
     out = open(out_path, "a", buffering=1)
     lock = threading.Lock()
-    original = events.EventListener.on_event
+    # Every notification, from oslo.messaging's listener (on_event) or
+    # our consumer (on_batch), is parsed here first.
+    original = events.EventListener._parse
 
-    def on_event(self: events.EventListener, event_type: Any,
-                 payload: Any) -> None:
+    def parse(self: events.EventListener, event_type: Any,
+              payload: Any) -> Any:
         data = (payload or {}).get("ironic_object.data") or {}
         with lock:
             out.write(json.dumps({"event": event_type,
                                   "node": data.get("uuid")}) + "\n")
-        original(self, event_type, payload)
+        return original(self, event_type, payload)
 
-    events.EventListener.on_event = on_event  # type: ignore[method-assign]
+    events.EventListener._parse = parse  # type: ignore[method-assign]
     view = ironic_view.IronicView(client)
     view.ensure_running()
     listener = view._events
