@@ -16,8 +16,8 @@
 LOCK_PATH OUT`` configures ``[drain_filters]`` as an operator would, starts
 the view (which starts the listener), and writes one JSON line per event it
 hears to OUT: first ``{"pool": ...}`` once it listens, then
-``{"event": ..., "node": ...}``. It runs until its standard input closes or
-it is killed.
+``{"event": ..., "node": ...}`` for each node event queued for the view.
+It runs until its standard input closes or it is killed.
 
 It lives outside ``tests.functional`` on purpose: importing that package
 imports Nova's functional harness, which monkey-patches eventlet, and a
@@ -59,19 +59,20 @@ def main(transport_url: str, ironic_url: str, lock_path: str,
 
     out = open(out_path, "a", buffering=1)
     lock = threading.Lock()
-    # Every notification, from oslo.messaging's listener (on_event) or
-    # our consumer (on_batch), is parsed here first.
-    original = events.EventListener._parse
+    # Every node event reaches the view's queue here, whoever parsed it:
+    # the reader process (on_parsed), our consumer in this process
+    # (on_batch) or oslo.messaging's listener (on_event). A notification
+    # that changes nothing (an announced .start) is parsed away before.
+    original = events.EventListener._enqueue
 
-    def parse(self: events.EventListener, event_type: Any,
-              payload: Any) -> Any:
-        data = (payload or {}).get("ironic_object.data") or {}
+    def enqueue(self: events.EventListener, queued: list[Any]) -> int:
         with lock:
-            out.write(json.dumps({"event": event_type,
-                                  "node": data.get("uuid")}) + "\n")
-        return original(self, event_type, payload)
+            for event in queued:
+                out.write(json.dumps({"event": event.event_type,
+                                      "node": event.node_uuid}) + "\n")
+        return original(self, queued)
 
-    events.EventListener._parse = parse  # type: ignore[method-assign]
+    events.EventListener._enqueue = enqueue  # type: ignore[method-assign]
     view = ironic_view.IronicView(client)
     view.ensure_running()
     listener = view._events

@@ -214,7 +214,8 @@ class EventListener:
             self._transport = self._transport_factory(
                 group.baremetal_notifications_url)
             server = listening.consume(self._transport, self.pool,
-                                       self.on_event, self.on_batch)
+                                       self.on_event, self.on_batch,
+                                       self.on_parsed)
             server.start()  # returns once connected
             if self._stop.is_set():  # stopped while we waited for it
                 server.stop()
@@ -305,6 +306,18 @@ class EventListener:
         events = [event for event in (self._parse(event_type, payload)
                                       for event_type, payload in messages)
                   if event is not None]
+        target = self._enqueue(events)
+
+        def applied() -> bool:
+            return self._done >= target
+        return applied
+
+    def on_parsed(self, events: list[notifications.NodeEvent],
+                  received: int, dropped: int) -> Callable[[], bool]:
+        """Queue a reader's batch, parsed there (``reader.py``); return
+        whether it is applied yet, as ``on_batch``. Never raises."""
+        self.received += received
+        self.dropped += dropped
         target = self._enqueue(events)
 
         def applied() -> bool:

@@ -23,12 +23,17 @@ import oslo_messaging
 from oslo_config import cfg
 
 from nova_drain_filters.ironic_view import consumer
+from nova_drain_filters.ironic_view import reader
 
 CONF = cfg.CONF
 #: Consume with ``consumer.QueueConsumer`` where the transport is
 #: oslo.messaging's rabbit driver; False keeps oslo.messaging's batch
 #: listener everywhere (the storm benchmark's ``--listener oslo``).
 OWN_CONSUMER = True
+#: Run our consumer in a process of its own (``reader.ReaderProcess``),
+#: so that reading costs the scheduler's GIL almost nothing; False runs
+#: it in this process (the storm benchmark's ``--listener own``).
+READER_PROCESS = True
 #: Messages handed over together at most, and how long a batch waits for
 #: one more (so a lone event waits this long at most). One batch costs one
 #: dispatch through oslo.messaging's executor instead of one per message:
@@ -80,11 +85,15 @@ def server(transport: Any, endpoint: Endpoint, pool: str | None) -> Any:
 
 def consume(transport: Any, pool: str | None,
             on_event: Callable[[Any, Any], None],
-            on_batch: consumer.OnBatch) -> Any:
-    """A (not yet started) server of the pool's queue: ours on RabbitMQ
+            on_batch: consumer.OnBatch,
+            on_parsed: reader.OnParsed) -> Any:
+    """A (not yet started) server of the pool's queue: on RabbitMQ our
+    consumer in its reader process (``on_parsed``) or in this one
     (``on_batch``), else oslo.messaging's listener (``on_event``)."""
     group = CONF.drain_filters
     if OWN_CONSUMER and pool and consumer.supports(transport):
+        if READER_PROCESS:
+            return reader.ReaderProcess(pool, on_parsed)
         return consumer.QueueConsumer(
             transport, group.baremetal_notifications_exchange,
             group.baremetal_notifications_topic, pool, on_batch)
@@ -102,7 +111,8 @@ def is_connected(listener_server: Any) -> bool:
     shape (another driver, another version, no server) reads as down,
     which only means polling.
     """
-    if isinstance(listener_server, consumer.QueueConsumer):
+    if isinstance(listener_server, (consumer.QueueConsumer,
+                                    reader.ReaderProcess)):
         return listener_server.connected()
     try:
         listener = listener_server.listener._poll_style_listener

@@ -19,14 +19,15 @@ is stopped mid-test to show the fallback to polling and the way back.
 Driver: ``FakeIronicDriver``, no deploy needed (Nova's own: test_ironic_driver_*).
 """
 
-from nova_drain_filters.ironic_view import consumer
+from nova_drain_filters.ironic_view import reader
 from tests.functional.baremetal_base import EventModeTestBase
 
 
 class EventsReachTheSchedulerTest(EventModeTestBase):
     def test_maintenance_excludes_a_node_with_no_listing(self) -> None:
-        # On RabbitMQ our own consumer reads the pool's queue.
-        self.assertIsInstance(self.events._server, consumer.QueueConsumer)
+        # On RabbitMQ our own consumer reads the pool's queue, in a
+        # reader process of its own.
+        self.assertIsInstance(self.events._server, reader.ReaderProcess)
         listings = self.drain.view.refreshes
         self.ironic.set_maintenance(self.nodes["a"], True, reason="bmc")
         self.wait_until("a in maintenance", lambda: self.maintenance("a"))

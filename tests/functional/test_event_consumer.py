@@ -19,12 +19,17 @@ it is applied, so that a batch whose apply never finished is delivered
 again. One broker serves the class.
 """
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+import fixtures
 import kombu
 import oslo_messaging
 import testtools
@@ -33,6 +38,8 @@ from oslo_config import cfg
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters.ironic_view import consumer
 from nova_drain_filters.ironic_view import listening
+from nova_drain_filters.ironic_view import notifications
+from nova_drain_filters.ironic_view import reader
 from tests.functional.services import rabbitmq_server
 
 TOPIC = "ironic_versioned_notifications"
@@ -47,7 +54,9 @@ def node_message(node: str) -> dict[str, Any]:
     return {"oslo.version": "2.0", "oslo.message": json.dumps(inner)}
 
 
-class ConsumerTest(testtools.TestCase):
+class BrokerTestBase(testtools.TestCase):
+    """One broker for the class; a pool of its own for each test."""
+
     broker: rabbitmq_server.RabbitMQServer
 
     @classmethod
@@ -106,7 +115,7 @@ class ConsumerTest(testtools.TestCase):
         out = self.broker.ctl(
             "list_queues", "-q", "--formatter", "json", "name", "durable",
             "auto_delete", "arguments", "messages_ready",
-            "messages_unacknowledged")
+            "messages_unacknowledged", "consumers")
         return next(q for q in json.loads(out) if q["name"] == self.pool)
 
     def bindings(self) -> list[tuple[str, str]]:
@@ -126,6 +135,9 @@ class ConsumerTest(testtools.TestCase):
                 self.fail(f"no {what} within {timeout}s")
             time.sleep(0.05)
 
+
+
+class ConsumerTest(BrokerTestBase):
     def test_oslo_listener_and_consumer_share_one_queue(self) -> None:
         # Quorum queues: a durable exchange and queue, and an argument
         # the broker checks on every declare. The exchange is durable, so
@@ -237,3 +249,152 @@ class ConsumerTest(testtools.TestCase):
         self.assertLessEqual(ours.acks, ours.batches)
         self.assertEqual(first + second,
                          [p["ironic_object.data"]["uuid"] for _, p in got])
+
+
+class ReaderProcessTest(BrokerTestBase):
+    """Our consumer in its reader process, as the scheduler runs it.
+
+    The parent's side is the test; the reader is the real child process
+    (``python -m nova_drain_filters.ironic_view.reader``) on the real
+    broker, configured from this process's options as a scheduler's is.
+    """
+
+    def setUp(self) -> None:
+        super().setUp()
+        for name, value in (("baremetal_notifications_url",
+                             self.broker.transport_url),
+                            ("baremetal_notifications_exchange",
+                             self.exchange)):
+            cfg.CONF.set_override(name, value, "drain_filters")
+            self.addCleanup(cfg.CONF.clear_override, name, "drain_filters")
+        self.got: list[notifications.NodeEvent] = []
+        self.received = self.dropped = 0
+
+    def reader(self, applied: Callable[[], bool] = lambda: True
+               ) -> reader.ReaderProcess:
+        def on_parsed(events: list[notifications.NodeEvent], received: int,
+                      dropped: int) -> Callable[[], bool]:
+            self.got.extend(events)
+            self.received += received
+            self.dropped += dropped
+            return applied
+        process = reader.ReaderProcess(self.pool, on_parsed)
+        process.start()  # returns once the reader is connected
+        self.addCleanup(process.wait)
+        self.addCleanup(process.stop)
+        self.assertTrue(process.connected())
+        return process
+
+    def gone(self, pid: int) -> bool:
+        """True once ``pid`` exited (a zombie nobody reaped counts)."""
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except FileNotFoundError:
+            return True
+
+    def test_batches_come_parsed_and_are_acked_once_applied(self) -> None:
+        release = threading.Event()
+        self.reader(release.is_set)
+        nodes = [str(uuid.uuid4()) for _ in range(30)]
+        self.publish(nodes)
+        self.wait_for("30 events", lambda: len(self.got) == 30)
+        self.assertEqual(nodes, [e.node_uuid for e in self.got])
+        self.assertEqual({("baremetal.node.power_set.end", False, None)},
+                         {(e.event_type, e.deleted, e.facts)
+                          for e in self.got})
+        self.assertEqual((30, 0), (self.received, self.dropped))
+        self.wait_for("30 unacked", lambda: self.queue()[
+            "messages_unacknowledged"] == 30)
+        release.set()
+        self.wait_for("an empty queue", lambda: (
+            self.queue()["messages_ready"],
+            self.queue()["messages_unacknowledged"]) == (0, 0))
+
+    def test_a_killed_reader_is_replaced_and_its_events_come_again(
+            self) -> None:
+        release = threading.Event()
+        process = self.reader(release.is_set)
+        nodes = [str(uuid.uuid4()) for _ in range(10)]
+        self.publish(nodes)
+        self.wait_for("10 events", lambda: len(self.got) == 10)
+        first = process.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        self.wait_for("a new reader", lambda: (
+            process.starts == 2 and process.connected()), timeout=60)
+        self.assertNotEqual(first, process.pid)
+        # Never acked, so the broker sends them to the new reader.
+        self.wait_for("the 10 again", lambda: len(self.got) == 20)
+        self.assertEqual(nodes + nodes, [e.node_uuid for e in self.got])
+        release.set()
+        self.wait_for("an empty queue", lambda: (
+            self.queue()["messages_ready"],
+            self.queue()["messages_unacknowledged"]) == (0, 0))
+
+    def test_the_reader_ends_with_its_parent(self) -> None:
+        # A scheduler killed with SIGKILL: its reader must not live on
+        # and keep consuming the pool's queue.
+        code = (
+            "import sys\n"
+            "from oslo_config import cfg\n"
+            "from nova_drain_filters import conf\n"
+            "from nova_drain_filters.ironic_view import reader\n"
+            "conf.register_opts(cfg.CONF)\n"
+            "cfg.CONF([], project='nova')\n"
+            f"cfg.CONF.set_override('baremetal_notifications_url', "
+            f"{self.broker.transport_url!r}, 'drain_filters')\n"
+            f"r = reader.ReaderProcess({self.pool!r}, "
+            "lambda e, n, d: (lambda: True))\n"
+            "r.start()\n"
+            "print(r.pid, flush=True)\n"
+            "sys.stdin.read()\n")
+        parent = subprocess.Popen([sys.executable, "-c", code],
+                                  stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: parent.poll() is not None or parent.kill())
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        self.assertFalse(self.gone(child))
+        self.wait_for("the reader's consumer", lambda: self.queue()[
+            "consumers"] == 1)
+        parent.kill()
+        parent.wait(10)
+        self.wait_for("the reader's end", lambda: self.gone(child), 10)
+        self.wait_for("no consumer", lambda: self.queue()[
+            "consumers"] == 0)
+
+    def test_the_readers_log_and_drops_reach_the_parent(self) -> None:
+        logged = self.useFixture(fixtures.FakeLogger(
+            name="nova_drain_filters.ironic_view.reader"))
+        self.reader()
+        bad = node_message("not-a-uuid")
+        with kombu.Connection(self.broker.transport_url.replace(
+                "rabbit://", "amqp://", 1)) as conn:
+            conn.Producer(serializer="json").publish(
+                bad, exchange=self.exchange, routing_key=f"{TOPIC}.info")
+        self.wait_for("the drop", lambda: self.dropped == 1)
+        self.wait_for("the reader's warning", lambda: (
+            "Dropped a malformed Ironic notification" in logged.output))
+        self.assertIn("Ironic event reader", logged.output)
+        self.assertEqual([], self.got)
+
+    def test_the_parents_rabbit_options_reach_the_reader(self) -> None:
+        # As the quorum test above, but the options are this process's
+        # nova.conf ([oslo_messaging_rabbit]), carried to the reader.
+        self.exchange = "ironic-quorum"
+        cfg.CONF.set_override("baremetal_notifications_exchange",
+                              self.exchange, "drain_filters")
+        oslo_messaging.get_notification_transport(
+            cfg.CONF, url=self.broker.transport_url).cleanup()
+        cfg.CONF.set_override("rabbit_quorum_queue", True,
+                              "oslo_messaging_rabbit")
+        self.addCleanup(cfg.CONF.clear_override, "rabbit_quorum_queue",
+                        "oslo_messaging_rabbit")
+        self.reader()
+        queue = self.queue()
+        self.assertTrue(queue["durable"])
+        self.assertIn("quorum", json.dumps(queue["arguments"]))
+        nodes = [str(uuid.uuid4()) for _ in range(5)]
+        self.publish(nodes)
+        self.wait_for("5 events", lambda: len(self.got) == 5)

@@ -99,3 +99,65 @@ def stop_worker(proc: subprocess.Popen[str]) -> None:
     except (OSError, subprocess.TimeoutExpired):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
+
+
+# /proc figures (proc(5)) ---------------------------------------------------
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(path: str) -> list[str] | None:
+    try:
+        with open(path) as stat:
+            return stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def cpu_of(stat_path: str) -> float:
+    """user + system CPU seconds of the process or thread whose ``stat``
+    this is (``/proc/PID/stat``, ``/proc/self/task/TID/stat``); 0 if gone."""
+    fields = _stat_fields(stat_path)
+    return 0.0 if fields is None else (
+        int(fields[11]) + int(fields[12])) / TICK
+
+
+def group_cpu(pgid: int) -> float:
+    """CPU seconds of every live process in process group ``pgid`` (a
+    service started in a session of its own, its children included)."""
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(f"/proc/{entry}/stat")
+            if fields is not None and int(fields[2]) == pgid:
+                total += (int(fields[11]) + int(fields[12])) / TICK
+    return total
+
+
+def run_queue_wait(tid: int) -> float:
+    """Seconds thread ``tid`` of this process has waited for a CPU while
+    runnable (``/proc/self/task/TID/schedstat``'s second field): what a
+    busy machine, not the GIL, took from it."""
+    try:
+        with open(f"/proc/self/task/{tid}/schedstat") as stat:
+            return int(stat.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def peak_rss_mb(pid: int | str = "self") -> float:
+    """The process's peak resident set (``VmHWM``), MB; 0 if gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def reader_pid(view: ironic_view.IronicView) -> int | None:
+    """The pid of the view's reader process, if it reads in one."""
+    events = view._events
+    return getattr(getattr(events, "_server", None), "pid", None)

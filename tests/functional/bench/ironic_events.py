@@ -131,23 +131,6 @@ class Worker:
 # measurements --------------------------------------------------------------
 
 
-def ironic_cpu(pid: int) -> float:
-    """CPU seconds of Ironic's process group (its API worker included)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1]
-        except OSError:
-            continue
-        parts = fields.split()
-        if int(parts[2]) == pid:  # pgrp
-            total += (int(parts[11]) + int(parts[12])) / ticks
-    return total
-
-
 def toggle(client: Any, view: ironic_view.IronicView, node: str,
            timeout: float) -> tuple[float, float]:
     """Flip maintenance; seconds to the view's change from the API call's
@@ -214,7 +197,7 @@ def load(srv: Any, server: Any, transport_url: str, nodes: list[str],
         for worker in pool:
             worker.read()  # ready: listening, first listing done
         before = [w.report() for w in pool]
-        cpu = ironic_cpu(server.pid)
+        cpu = events_common.group_cpu(server.pid)
         started = time.monotonic()
         changes = 0
         while time.monotonic() - started < args.window:
@@ -224,7 +207,7 @@ def load(srv: Any, server: Any, transport_url: str, nodes: list[str],
             changes += 1
             time.sleep(args.change_every)
         elapsed = time.monotonic() - started
-        cpu = ironic_cpu(server.pid) - cpu
+        cpu = events_common.group_cpu(server.pid) - cpu
         after = [w.report() for w in pool]
     finally:
         for worker in pool:

@@ -195,24 +195,30 @@ def show(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     servers = sorted({rep.get("server", "") for row in rows
                       for rep in row["reports"]})
     print(f"Queue read by: {', '.join(servers)}")
+    print("CPU s and CPU ms/ev: the process and its reader; in-proc: the "
+          "process alone (what its GIL carries); RSS: the process + reader")
     print(f"{'phase':>11} {'sent/s':>7} {'W#':>3} {'applied':>8} "
           f"{'appl/s':>7} {'drain s':>8} {'lag med':>8} {'p99':>7} "
-          f"{'max':>7} {'CPU s':>6} {'RSS MB':>7} {'copies':>7} "
-          f"{'batches':>7} {'Ironic req':>10} {'CPU ms/ev':>9}")
+          f"{'max':>7} {'CPU s':>6} {'RSS MB':>9} {'copies':>7} "
+          f"{'batches':>7} {'Ironic req':>10} {'CPU ms/ev':>9} "
+          f"{'in-proc':>7}")
     for row in rows:
         sent = row["last"] - row["first"]
         sent_rate = row["count"] / sent if row["count"] and sent else 0
         for n, rep in enumerate(row["reports"]):
             drain = max(0.0, rep["last_applied"] - row["first"])
             rate = rep["applied"] / drain if drain else 0
+            cpu = rep["cpu"] + rep.get("reader_cpu", 0.0)
+            rss = f"{rep['rss_mb']:.0f}+{rep.get('reader_rss_mb', 0):.0f}"
+            per_event = (f"{cpu * 1000 / rep['applied']:9.3f} "
+                         f"{rep['cpu'] * 1000 / rep['applied']:7.3f}"
+                         if rep["applied"] else f"{'-':>9} {'-':>7}")
             print(f"{row['name']:>11} {sent_rate:7.0f} {n:3d} "
                   f"{rep['applied']:8d} {rate:7.0f} {drain:8.2f} "
                   f"{rep['lag_median']:8.3f} {rep['lag_p99']:7.3f} "
-                  f"{rep['lag_max']:7.3f} {rep['cpu']:6.1f} "
-                  f"{rep['rss_mb']:7.0f} {rep['copies']:7d} "
-                  f"{rep['batches']:7d} {rep['requests']:10d} "
-                  + (f"{rep['cpu'] * 1000 / rep['applied']:9.3f}"
-                     if rep['applied'] else f"{'-':>9}"))
+                  f"{rep['lag_max']:7.3f} {cpu:6.1f} {rss:>9} "
+                  f"{rep['copies']:7d} {rep['batches']:7d} "
+                  f"{rep['requests']:10d} {per_event}")
     quiet = rows[0]["reports"][0]["sched"]
     base = statistics.median(quiet) if quiet else 0.0
     if not base:
@@ -243,9 +249,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add("--batch", default="", metavar="SIZE,TIMEOUT",
         help="the batch listener's size and timeout (listening.BATCH_SIZE "
              "and BATCH_TIMEOUT) in every process, e.g. 1000,0.05")
-    add("--listener", choices=("own", "oslo"), default="own",
-        help="who consumes each pool's queue: consumer.QueueConsumer (own, "
-             "the default) or oslo.messaging's batch listener (oslo)")
+    add("--listener", choices=("reader", "own", "oslo"), default="reader",
+        help="who consumes each pool's queue: consumer.QueueConsumer in a "
+             "reader process (reader, the default) or in the listener's "
+             "own (own), or oslo.messaging's batch listener (oslo)")
     add("--no-requests", action="store_true", help="process 0 does not "
         "run the filters either (a listener-only profile)")
     add("--profile", metavar="PREFIX", help="cProfile every thread of each "

@@ -45,6 +45,7 @@ from nova_drain_filters import decisions
 from nova_drain_filters import ironic_view
 from nova_drain_filters.filters import FILTER_CLASSES
 from nova_drain_filters.ironic_view import listening
+from nova_drain_filters.ironic_view import reader
 from tests.functional.bench import events_common
 from tests.functional.bench import filters as filters_bench
 
@@ -60,13 +61,20 @@ STAMP = "t="
 class Phase:
     """What one process saw in one phase of the benchmark."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, reader_pid: int | None = None) -> None:
         self.name = name
         self.lags: list[float] = []
         self.last_applied = 0.0
         self.sched: list[float] = []
         usage = resource.getrusage(resource.RUSAGE_SELF)
         self.cpu = usage.ru_utime + usage.ru_stime
+        #: The view's reader process, if it reads in one, and its CPU.
+        self.reader_pid = reader_pid
+        self.reader_cpu = self.reader_cpu_now()
+
+    def reader_cpu_now(self) -> float:
+        return (events_common.cpu_of(f"/proc/{self.reader_pid}/stat")
+                if self.reader_pid else 0.0)
 
     def summary(self) -> dict[str, Any]:
         usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -78,6 +86,9 @@ class Phase:
             "lag_p99": events_common.percentile(lags, .99) if lags else 0,
             "lag_max": max(lags) if lags else 0,
             "cpu": usage.ru_utime + usage.ru_stime - self.cpu,
+            "reader_cpu": self.reader_cpu_now() - self.reader_cpu,
+            "reader_rss_mb": (events_common.peak_rss_mb(self.reader_pid)
+                              if self.reader_pid else 0.0),
             "sched": sorted(self.sched),
         }
 
@@ -152,7 +163,12 @@ def tune_transport() -> None:
     """The transport settings the parent asks for (``--prefetch``,
     ``--batch``), as an operator would set them in nova.conf, and which
     listener consumes the queue (``--listener``)."""
-    listening.OWN_CONSUMER = os.environ.get("NDF_STORM_LISTENER") != "oslo"
+    listener = os.environ.get("NDF_STORM_LISTENER") or "reader"
+    listening.OWN_CONSUMER = listener != "oslo"
+    listening.READER_PROCESS = listener == "reader"
+    nice = os.environ.get("NDF_STORM_READER_NICE")
+    if nice:
+        reader.READER_NICE = int(nice)
     prefetch = int(os.environ.get("NDF_STORM_PREFETCH") or 0)
     # oslo.messaging registers the rabbit options with its first transport.
     CONF.register_opts(impl_rabbit.rabbit_opts, group="oslo_messaging_rabbit")
@@ -188,7 +204,7 @@ def child(transport_url: str, count: int, scheduler: bool) -> int:
     for line in sys.stdin:
         words = line.split()
         if words[:1] == ["phase"]:
-            phase[0] = Phase(words[1])
+            phase[0] = Phase(words[1], events_common.reader_pid(view))
             print(json.dumps({"phase": words[1]}), flush=True)
         elif words == ["report"]:
             events = view._events

@@ -1,0 +1,252 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The reader's wire, its settings and the parent's acks, on a socket pair.
+
+The reader process against a real broker (redelivery after a kill, the
+end with its parent) is in tests/functional/test_event_consumer.py.
+"""
+import socket
+import struct
+import threading
+from typing import Any
+from unittest import mock
+
+import oslo_messaging
+import testtools
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
+
+from nova_drain_filters import conf as drain_conf
+from nova_drain_filters import decisions
+from nova_drain_filters.ironic_view import notifications
+from nova_drain_filters.ironic_view import reader
+
+NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+
+
+def node_event(**facts: Any) -> notifications.NodeEvent:
+    return notifications.NodeEvent(
+        NODE, "baremetal.node.provision_set.end",
+        facts=decisions.IronicNodeFacts(uuid=NODE, **facts))
+
+
+class WireTest(testtools.TestCase):
+    def test_events_come_back_equal(self) -> None:
+        for event in (
+                node_event(provision_state="clean wait", power_state="power on",
+                           maintenance=True, maintenance_reason="bmc",
+                           fault="clean failure", instance_uuid=None,
+                           traits=frozenset({"CUSTOM_GOLD", "CUSTOM_X"}),
+                           resource_class="baremetal.gold"),
+                notifications.NodeEvent(NODE, "baremetal.node.delete.end",
+                                        deleted=True),
+                notifications.NodeEvent(NODE, "baremetal.allocation.create.end")):
+            back = reader.decode(reader.encode(event))
+            self.assertEqual(event, back)
+            if event.facts is not None:
+                self.assertEqual(hash(event.facts), hash(back.facts))
+                self.assertEqual(decisions.baremetal_reasons(event.facts),
+                                 decisions.baremetal_reasons(back.facts))
+
+    def test_frames_split_anyhow_arrive_whole(self) -> None:
+        left, right = socket.socketpair()
+        self.addCleanup(left.close)
+        self.addCleanup(right.close)
+        receiver = reader.Channel(right)
+        messages = [("state", True), ("batch", 1, 3, 0, [("a",) * 4] * 300),
+                    ("log", 30, "x" * 70000)]
+        wire = b"".join(
+            struct.pack(">I", len(data)) + data for data in (
+                reader.pickle.dumps(m) for m in messages))
+        # A frame's header, then byte by byte: nothing before it is whole.
+        left.sendall(wire[:2])
+        self.assertRaises(TimeoutError, receiver.receive, 0.05)
+        left.sendall(wire[2:7])
+        self.assertRaises(TimeoutError, receiver.receive, 0.05)
+        left.sendall(wire[7:])
+        self.assertEqual(messages, [receiver.receive(1.0) for _ in messages])
+        left.close()
+        self.assertRaises(reader.ReaderGone, receiver.receive, 1.0)
+
+    def test_send_is_one_frame_per_message_from_any_thread(self) -> None:
+        left, right = socket.socketpair()
+        self.addCleanup(left.close)
+        self.addCleanup(right.close)
+        sender, receiver = reader.Channel(left), reader.Channel(right)
+        threads = [threading.Thread(target=lambda n=n: [
+            sender.send(("log", n, "y" * 5000)) for _ in range(50)])
+            for n in range(4)]
+        got: list[Any] = []
+        drain = threading.Thread(target=lambda: got.extend(
+            receiver.receive(5.0) for _ in range(200)))
+        drain.start()
+        for thread in threads:
+            thread.start()
+        for thread in threads + [drain]:
+            thread.join(10)
+        self.assertEqual(200, len(got))
+        self.assertEqual({0: 50, 1: 50, 2: 50, 3: 50},
+                         {n: sum(1 for m in got if m[1] == n)
+                          for n in range(4)})
+
+
+class SettingsTest(testtools.TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.conf = self.useFixture(config_fixture.Config(cfg.CONF))
+        drain_conf.register_opts(cfg.CONF)
+        # As the scheduler: its transport registered the driver's options.
+        oslo_messaging.get_notification_transport(
+            cfg.CONF, url="rabbit://u:p@127.0.0.1:1/").cleanup()
+
+    def test_the_parents_options_are_the_readers(self) -> None:
+        self.conf.config(group="oslo_messaging_rabbit",
+                         heartbeat_timeout_threshold=17,
+                         rabbit_quorum_queue=True, ssl=True,
+                         ssl_ca_file="/etc/ssl/rabbit-ca.pem")
+        self.conf.config(control_exchange="nova-blue",
+                         transport_url="rabbit://a:b@10.0.0.9:5672/")
+        self.conf.config(group="drain_filters",
+                         baremetal_notifications_exchange="ironic-east",
+                         baremetal_notifications_topic="ironic_v2")
+        setup = reader.settings("pool-1")
+        self.assertEqual(("pool-1", None, "ironic-east", "ironic_v2",
+                          reader.READER_NICE),
+                         (setup["pool"], setup["url"], setup["exchange"],
+                          setup["topic"], setup["nice"]))
+        conf = reader.messaging_conf(
+            reader.pickle.loads(reader.pickle.dumps(setup["options"])))
+        rabbit = conf.oslo_messaging_rabbit
+        self.assertEqual((17, True, True, "/etc/ssl/rabbit-ca.pem"),
+                         (rabbit.heartbeat_timeout_threshold,
+                          rabbit.rabbit_quorum_queue, rabbit.ssl,
+                          rabbit.ssl_ca_file))
+        self.assertEqual(("nova-blue", "rabbit://a:b@10.0.0.9:5672/"),
+                         (conf.control_exchange, conf.transport_url))
+        # An option left alone keeps the driver's default.
+        self.assertEqual(cfg.CONF.oslo_messaging_rabbit.rabbit_retry_interval,
+                         rabbit.rabbit_retry_interval)
+
+
+class FakeChild:
+    """The reader's end of the socket pair, played by the test."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.channel = reader.Channel(sock)
+
+    def applied(self, timeout: float = 2.0) -> int | None:
+        try:
+            message = self.channel.receive(timeout)
+        except TimeoutError:
+            return None
+        assert message[0] == "applied", message
+        return int(message[1])
+
+
+class ParentTest(testtools.TestCase):
+    """``ReaderProcess``'s side: batches in, ``applied`` out, in order."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.got: list[tuple[list[notifications.NodeEvent], int, int]] = []
+        self.done: dict[int, bool] = {}
+        self.proc = reader.ReaderProcess("pool", self.on_parsed)
+        parent, child = socket.socketpair()
+        self.addCleanup(child.close)
+        self.proc._channel = reader.Channel(parent)
+        self.proc._proc = mock.Mock(pid=4242, **{"poll.return_value": None})
+        self.child = FakeChild(child)
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        try:
+            self.proc._serve()
+        except reader.ReaderGone:
+            pass
+
+    def on_parsed(self, events: list[notifications.NodeEvent], received: int,
+                  dropped: int) -> Any:
+        number = len(self.got)
+        self.got.append((events, received, dropped))
+        self.done[number] = False
+        return lambda: self.done[number]
+
+    def tearDown(self) -> None:
+        self.proc._stop.set()
+        self.thread.join(5)
+        super().tearDown()
+
+    def test_batches_are_told_applied_in_order(self) -> None:
+        event = node_event(provision_state="available")
+        for seq in (1, 2, 3):
+            self.child.channel.send(
+                ("batch", seq, 2, 1, [reader.encode(event)]))
+        self.child.channel.send(("state", True))
+        self.assertIsNone(self.child.applied(0.3))
+        self.assertEqual(3, len(self.got))
+        self.assertEqual(([event], 2, 1), self.got[0])
+        self.assertTrue(self.proc.connected())
+        # The second applied first: nothing is acked past the first.
+        self.done[1] = True
+        self.assertIsNone(self.child.applied(0.3))
+        self.done[0] = True
+        self.assertEqual(2, self.child.applied())
+        self.done[2] = True
+        self.assertEqual(3, self.child.applied())
+
+    def test_a_reader_that_says_it_is_down_reads_as_down(self) -> None:
+        self.child.channel.send(("state", True))
+        self.child.channel.send(("state", False))
+        self.assertIsNone(self.child.applied(0.3))
+        self.assertFalse(self.proc.connected())
+
+    def test_a_dead_reader_reads_as_down(self) -> None:
+        self.child.channel.send(("state", True))
+        self.assertIsNone(self.child.applied(0.3))
+        self.assertTrue(self.proc.connected())
+        self.proc._proc.poll.return_value = -9
+        self.assertFalse(self.proc.connected())
+
+    def test_the_readers_log_goes_to_the_parents(self) -> None:
+        with mock.patch.object(reader.LOG, "log") as log:
+            self.child.channel.send(("log", 30, "Dropped a malformed one"))
+            self.assertIsNone(self.child.applied(0.3))
+        log.assert_called_once_with(
+            30, "Ironic event reader %(pid)s: %(text)s",
+            {"pid": 4242, "text": "Dropped a malformed one"})
+
+
+class ReaderSideTest(testtools.TestCase):
+    """The child's parse: what it sends for a batch, and its acks."""
+
+    def test_a_batch_is_parsed_and_counted(self) -> None:
+        channel = mock.Mock()
+        child = reader.Reader(channel)
+        data = {"uuid": NODE, "provision_state": "available"}
+        with mock.patch.object(reader.LOG, "warning") as warning:
+            applied = child.on_batch([
+                ("baremetal.node.power_set.end",
+                 {"ironic_object.data": data}),
+                ("baremetal.port.update.end", {}),      # no node: counted
+                ("baremetal.node.update.end", {"x": 1}),  # malformed
+            ])
+        kind, seq, received, dropped, encoded = channel.send.call_args[0][0]
+        self.assertEqual(("batch", 1, 2, 1), (kind, seq, received, dropped))
+        self.assertEqual([notifications.NodeEvent(
+            NODE, "baremetal.node.power_set.end")],
+            [reader.decode(e) for e in encoded])
+        warning.assert_called_once()
+        self.assertFalse(applied())
+        child._applied = 1
+        self.assertTrue(applied())
