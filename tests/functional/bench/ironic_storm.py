@@ -41,6 +41,7 @@ import datetime
 import json
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -113,8 +114,16 @@ class Publisher:
     """
 
     def __init__(self, transport_url: str) -> None:
+        # py-amqp sets TCP_USER_TIMEOUT to 1 s (amqp/transport.py
+        # DEFAULT_SOCKET_SETTINGS): a broker that holds the publisher back
+        # (flow control stops reading its socket) for longer drops the
+        # connection, with what sat in the socket's buffers. oslo.messaging
+        # sets it to the heartbeat timeout, 60 s (impl_rabbit.py
+        # Connection.set_transport_socket_timeout); so does Ironic's sender.
         self.conn = kombu.Connection(
-            transport_url.replace("rabbit://", "amqp://", 1))
+            transport_url.replace("rabbit://", "amqp://", 1),
+            transport_options={"socket_settings": {
+                socket.TCP_USER_TIMEOUT: 60000}})
         self.exchange = kombu.Exchange("ironic", type="topic", durable=False,
                                        auto_delete=False)
         self.producer = self.conn.Producer(serializer="json")

@@ -27,16 +27,21 @@ In ``--repeat`` rounds, the order alternating, it times ``--quiet``
 calls with the listener idle, and calls for as long as a burst of
 ``--burst`` events (published by a separate process, as fast as one
 publisher goes) is still being applied. It prints the median call of each,
-their ratio (issue 22's goal: at most 1.10) and each burst's drain time
-(goal: 10,000 events within 10 s), then where the CPU went during the
-bursts: the calls' own thread, the scheduler process's other threads
-(its listener), the other listener processes, the broker and the
-publisher (from /proc and the publisher's rusage).
+their ratio (issue 22's goal: at most 1.10), and each call's time split
+into its thread's CPU, its wait for a CPU (schedstat: the machine's
+share) and the rest (the GIL, or threads it handed work to). It prints
+each burst's drain time (goal: 10,000 events within 10 s), then where
+the CPU went during the bursts: the calls' own thread, the scheduler
+process's other threads (the busiest by name), its reader, the other
+listener processes, the broker and the publisher (from /proc and the
+publisher's rusage). The broker and the publisher run at nice 19, as if
+on other machines; ``--listener own`` keeps the consumer in the
+listening processes, and ``--reader-nice`` sets the readers'.
 
 Run from the repository root::
 
     tools/bench.sh select_burst [--nodes 1000] [--snapshot-nodes 50000] \\
-        [--burst 10000] [--workers 1] [--repeat 3]
+        [--burst 10000] [--workers 1] [--repeat 3] [--listener reader|own]
 
 It prints figures and asserts nothing about time; exit 1 if the harness
 failed, a burst was not applied within ``--drain-timeout`` or a call found
