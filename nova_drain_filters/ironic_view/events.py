@@ -152,6 +152,11 @@ class EventListener:
         # after the fork (refresher.green_hub): what ran on the old
         # one is as lost as a parent's threads.
         if self._pid is not None and (self._pid != pid or self._hub is not hub):
+            # A reader process (reader.py) is the parent's: this copy of
+            # its socket must not keep it alive.
+            forget = getattr(self._server, "forget_after_fork", None)
+            if forget is not None:
+                forget()
             self._server = self._transport = self._client = None
             self._slot.forget()
             self._pending.clear()

@@ -68,8 +68,10 @@ CONF = cfg.CONF
 START_POLL = 0.5
 #: How often the reader looks whether its connection went up or down.
 STATE_POLL = 0.25
-#: How long the parent waits before it starts a reader that died again.
+#: How long the parent waits before it starts a reader that died; twice
+#: as long each time one dies before it connected, up to the maximum.
 RESTART_DELAY = 1.0
+MAX_RESTART_DELAY = 60.0
 #: How long a stopped reader may take to exit before it is killed.
 EXIT_GRACE = 5.0
 #: The reader's niceness above its parent's: on a host whose CPUs are all
@@ -77,6 +79,9 @@ EXIT_GRACE = 5.0
 #: keeps them). On 2 cores with a 10,000-event burst it took the calls'
 #: slowdown from 2.15x to 1.21x (``select_burst``).
 READER_NICE = 10
+
+#: The reader's entry module (what ``ps`` shows).
+ENTRY = "nova_drain_filters.event_reader"
 
 _HEADER = struct.Struct(">I")
 _FACT_FIELDS = tuple(f.name for f in dataclasses.fields(
@@ -192,10 +197,10 @@ class ReaderProcess:
                  argv: list[str] | None = None) -> None:
         self._pool = pool
         self._on_parsed = on_parsed
-        self._argv = argv or [sys.executable, "-m", __name__]
+        self._argv = argv or [sys.executable, "-m", ENTRY]
         self._proc: subprocess.Popen[bytes] | None = None
         self._channel: Channel | None = None
-        self._up = False
+        self._up = self._up_since_spawn = False
         self._started = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -222,6 +227,9 @@ class ReaderProcess:
             proc = self._proc
             if proc is not None and proc.poll() is not None and (
                     not self._started.is_set()):
+                # Not again and again: the listener polls instead.
+                self.stop()
+                self.wait()
                 raise RuntimeError(
                     f"the event reader exited with {proc.returncode} before "
                     "it connected")
@@ -240,6 +248,18 @@ class ReaderProcess:
         if self._thread is not None:
             self._thread.join(timeout)
         self._reap()
+
+    def forget_after_fork(self) -> None:
+        """In a forked child: let go of the parent's reader.
+
+        Closes this process's copy of the socket, not the socket itself
+        (no shutdown): the parent's reader ends when its parent's end
+        closes, not when a worker forked with a copy of it lives on.
+        """
+        self._stop.set()
+        channel, self._channel, self._proc = self._channel, None, None
+        if channel is not None:
+            channel.close()
 
     def connected(self) -> bool:
         """True while the reader runs and says it is connected."""
@@ -273,7 +293,9 @@ class ReaderProcess:
             proc.wait(EXIT_GRACE)
 
     def _run(self) -> None:
+        delay = RESTART_DELAY
         while not self._stop.is_set():
+            self._up_since_spawn = False
             try:
                 self._serve()
             except ReaderGone:
@@ -282,21 +304,25 @@ class ReaderProcess:
                 LOG.exception("Ironic event reader: the parent's side "
                               "failed; starting a new reader")
             self._up = False
-            if self._stop.is_set():
-                return
+            if self._stop.is_set() or not self._started.is_set():
+                return  # stopped, or the first never connected: start() says
+            # One that never came up again waits twice as long each time.
+            delay = RESTART_DELAY if self._up_since_spawn else min(
+                MAX_RESTART_DELAY, delay * 2)
             proc = self._proc
             self._reap()
             LOG.warning("The Ironic event reader (pid %(pid)s) exited with "
                         "%(rc)s; starting a new one in %(delay).0f s",
                         {"pid": None if proc is None else proc.pid,
                          "rc": None if proc is None else proc.returncode,
-                         "delay": RESTART_DELAY})
-            if self._stop.wait(RESTART_DELAY):
-                return
-            try:
-                self._spawn()
-            except Exception:
-                LOG.exception("Cannot start the Ironic event reader")
+                         "delay": delay})
+            while not self._stop.wait(delay):
+                try:
+                    self._spawn()
+                    break
+                except Exception:
+                    LOG.exception("Cannot start the Ironic event reader")
+                    delay = min(MAX_RESTART_DELAY, delay * 2)
 
     def _serve(self) -> None:
         """Take the reader's messages in and tell it what is applied."""
@@ -331,6 +357,7 @@ class ReaderProcess:
         elif kind == "state":
             self._up = bool(message[1])
             if self._up:
+                self._up_since_spawn = True
                 self._started.set()
         elif kind == "log":
             _, level, text = message
@@ -433,13 +460,23 @@ class Reader:
             now = queue.connected()
             if now != up:
                 up = now
-                self.channel.send(("state", up))
+                try:
+                    self.channel.send(("state", up))
+                except OSError:
+                    return  # the parent is gone: the reader ends
             time.sleep(STATE_POLL)
 
 
 def main(argv: list[str]) -> int:
-    fd = int(argv[argv.index("--fd") + 1])
-    channel = Channel(socket.socket(fileno=fd))
+    """The reader, on the socket ``--fd N`` its parent passed it."""
+    try:
+        channel = Channel(socket.socket(fileno=int(
+            argv[argv.index("--fd") + 1])))
+    except (ValueError, IndexError, OSError) as exc:
+        print(f"event_reader: error: no parent's socket in {argv} ({exc}); "
+              "a scheduler process starts this, not a person",
+              file=sys.stderr)
+        return 2
     try:
         Reader(channel).run()
     except (ReaderGone, OSError):

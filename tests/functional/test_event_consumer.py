@@ -255,7 +255,7 @@ class ReaderProcessTest(BrokerTestBase):
     """Our consumer in its reader process, as the scheduler runs it.
 
     The parent's side is the test; the reader is the real child process
-    (``python -m nova_drain_filters.ironic_view.reader``) on the real
+    (``python -m nova_drain_filters.event_reader``) on the real
     broker, configured from this process's options as a scheduler's is.
     """
 
@@ -332,11 +332,13 @@ class ReaderProcessTest(BrokerTestBase):
             self.queue()["messages_ready"],
             self.queue()["messages_unacknowledged"]) == (0, 0))
 
-    def test_the_reader_ends_with_its_parent(self) -> None:
-        # A scheduler killed with SIGKILL: its reader must not live on
-        # and keep consuming the pool's queue.
+    def parent_process(self, fork: bool = False) -> tuple[
+            subprocess.Popen[str], list[int]]:
+        """A process that starts a reader (and forks a worker that lets
+        go of it, as EventListener.start does); the reader's pid, and the
+        worker's."""
         code = (
-            "import sys\n"
+            "import os, sys, time\n"
             "from oslo_config import cfg\n"
             "from nova_drain_filters import conf\n"
             "from nova_drain_filters.ironic_view import reader\n"
@@ -347,14 +349,41 @@ class ReaderProcessTest(BrokerTestBase):
             f"r = reader.ReaderProcess({self.pool!r}, "
             "lambda e, n, d: (lambda: True))\n"
             "r.start()\n"
-            "print(r.pid, flush=True)\n"
+            "pids = [r.pid]\n"
+            f"if {fork!r}:\n"
+            "    worker = os.fork()\n"
+            "    if worker == 0:\n"
+            "        r.forget_after_fork()\n"
+            "        time.sleep(120)\n"
+            "        os._exit(0)\n"
+            "    pids.append(worker)\n"
+            "print(*pids, flush=True)\n"
             "sys.stdin.read()\n")
         parent = subprocess.Popen([sys.executable, "-c", code],
                                   stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True)
         self.addCleanup(lambda: parent.poll() is not None or parent.kill())
         assert parent.stdout is not None
-        child = int(parent.stdout.readline())
+        pids = [int(p) for p in parent.stdout.readline().split()]
+        for pid in pids[1:]:
+            self.addCleanup(lambda p=pid: self.gone(p) or os.kill(
+                p, signal.SIGKILL))
+        return parent, pids
+
+    def test_a_forked_workers_copy_does_not_keep_the_parents_reader(
+            self) -> None:
+        parent, (child, worker) = self.parent_process(fork=True)
+        self.wait_for("the reader's consumer", lambda: self.queue()[
+            "consumers"] == 1)
+        parent.kill()
+        parent.wait(10)
+        self.wait_for("the reader's end", lambda: self.gone(child), 10)
+        self.assertFalse(self.gone(worker))  # the worker lives on
+
+    def test_the_reader_ends_with_its_parent(self) -> None:
+        # A scheduler killed with SIGKILL: its reader must not live on
+        # and keep consuming the pool's queue.
+        parent, (child,) = self.parent_process()
         self.assertFalse(self.gone(child))
         self.wait_for("the reader's consumer", lambda: self.queue()[
             "consumers"] == 1)

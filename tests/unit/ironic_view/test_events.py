@@ -12,6 +12,9 @@
 
 """Event mode without a broker: parsing, re-reads, slots, the view's merge."""
 
+import os
+from unittest import mock
+
 import fixtures
 
 from nova_drain_filters import decisions
@@ -176,6 +179,35 @@ class TestOnEvent(ListenerTestCase):
         self.assertEqual([NODE, OTHER], list(self.listener._pending))
         self.assertEqual("baremetal.node.maintenance_set.end",
                          self.listener._pending[NODE].event_type)
+
+
+class TestOnParsed(ListenerTestCase):
+    """A reader's batch (reader.py): counted, queued, applied, checked."""
+
+    def test_a_readers_batch_is_queued_and_its_check_turns_true(self) -> None:
+        events_in = [self.event("baremetal.node.delete.end", OTHER, True),
+                     self.event("baremetal.node.maintenance_set.end")]
+        applied = self.listener.on_parsed(events_in, received=3, dropped=1)
+        self.assertEqual((3, 1), (self.listener.received,
+                                  self.listener.dropped))
+        self.assertEqual([OTHER, NODE], list(self.listener._pending))
+        self.assertFalse(applied())
+        batch = [self.listener._pending.popitem(last=False)[1]
+                 for _ in range(2)]
+        self.listener.apply_batch(batch)
+        self.listener._done = self.listener._queued  # as _apply_loop does
+        self.assertTrue(applied())
+        self.assertIsNone(self.node(OTHER))
+
+    def test_a_fork_lets_go_of_the_parents_reader(self) -> None:
+        server = mock.Mock(spec=["forget_after_fork", "stop", "wait"])
+        self.listener._pid = os.getpid() + 1  # started in another process
+        self.listener._server = server
+        with mock.patch.object(events.threading, "Thread"):
+            self.listener.start()
+        server.forget_after_fork.assert_called_once_with()
+        server.stop.assert_not_called()
+        self.assertIsNone(self.listener._server)
 
 
 class TestViewMerge(ListenerTestCase):

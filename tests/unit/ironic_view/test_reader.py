@@ -15,12 +15,17 @@
 The reader process against a real broker (redelivery after a kill, the
 end with its parent) is in tests/functional/test_event_consumer.py.
 """
+import os
 import socket
 import struct
+import subprocess
+import sys
 import threading
+import time
 from typing import Any
 from unittest import mock
 
+import fixtures
 import oslo_messaging
 import testtools
 from oslo_config import cfg
@@ -250,3 +255,87 @@ class ReaderSideTest(testtools.TestCase):
         self.assertFalse(applied())
         child._applied = 1
         self.assertTrue(applied())
+
+
+class LifeTest(testtools.TestCase):
+    """Starting, failing to start, and a fork's copy of the socket."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.useFixture(config_fixture.Config(cfg.CONF))
+        drain_conf.register_opts(cfg.CONF)
+
+    def test_a_reader_that_cannot_start_is_not_started_again(self) -> None:
+        proc = reader.ReaderProcess(
+            "pool", lambda e, n, d: (lambda: True),
+            argv=[sys.executable, "-c", "import sys; sys.exit(3)"])
+        error = self.assertRaises(RuntimeError, proc.start)
+        self.assertIn("exited with 3 before it connected", str(error))
+        self.assertFalse(proc._thread is not None and proc._thread.is_alive())
+        time.sleep(reader.RESTART_DELAY + 0.5)
+        self.assertEqual(1, proc.starts)
+
+    def test_a_fork_lets_go_of_its_copy_only(self) -> None:
+        parent, child = socket.socketpair()
+        self.addCleanup(child.close)
+        # What a fork leaves: two descriptors of the parent's end.
+        copy = socket.socket(fileno=os.dup(parent.fileno()))
+        self.addCleanup(copy.close)
+        proc = reader.ReaderProcess("pool", lambda e, n, d: (lambda: True))
+        proc._channel = reader.Channel(parent)
+        proc.forget_after_fork()
+        self.assertFalse(proc.connected())
+        # The reader's end is still open: the parent still has its copy.
+        child.settimeout(0.2)
+        self.assertRaises(TimeoutError, child.recv, 1)
+        copy.close()
+        self.assertEqual(b"", child.recv(1))
+
+    def test_run_by_hand_it_says_what_it_is_for(self) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", reader.ENTRY], capture_output=True,
+            text=True, timeout=60)
+        self.assertEqual(2, done.returncode)
+        lines = done.stderr.strip().splitlines()
+        self.assertEqual(1, len(lines), done.stderr)
+        self.assertIn("a scheduler process starts this", lines[0])
+
+    def test_a_reader_that_keeps_dying_is_started_less_and_less_often(
+            self) -> None:
+        # The first reader connects and dies; those after it die before
+        # they connect (say, an upgrade broke its imports).
+        marks = self.useFixture(fixtures.TempDir()).path
+        script = (
+            "import os, pickle, socket, struct, sys, time\n"
+            f"marks = {marks!r}\n"
+            "n = len(os.listdir(marks))\n"
+            "open(os.path.join(marks, str(n)), 'w').write(repr(time.time()))\n"
+            "if n == 0:\n"
+            "    s = socket.socket(fileno=int(sys.argv[-1]))\n"
+            "    data = pickle.dumps(('state', True))\n"
+            "    s.sendall(struct.pack('>I', len(data)) + data)\n"
+            "    time.sleep(0.2)\n"
+            "sys.exit(1)\n")
+        self.useFixture(fixtures.MonkeyPatch(
+            "nova_drain_filters.ironic_view.reader.RESTART_DELAY", 0.1))
+        self.useFixture(fixtures.MonkeyPatch(
+            "nova_drain_filters.ironic_view.reader.MAX_RESTART_DELAY", 0.4))
+        proc = reader.ReaderProcess("pool", lambda e, n, d: (lambda: True),
+                                    argv=[sys.executable, "-c", script])
+        with mock.patch.object(reader.LOG, "warning") as warning:
+            proc.start()
+            deadline = time.monotonic() + 20
+            while proc.starts < 6 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            proc.stop()
+            proc.wait()
+        self.assertGreaterEqual(proc.starts, 6)
+        started = [float(open(os.path.join(marks, str(n))).read())
+                   for n in range(6)]
+        gaps = [b - a for a, b in zip(started, started[1:], strict=False)]
+        # 0.1 s after the one that had connected, then 0.2, 0.4, 0.4 s
+        # (the maximum) after those that never did; never sooner.
+        delays = [c.args[1]["delay"] for c in warning.call_args_list][:5]
+        self.assertEqual([0.1, 0.2, 0.4, 0.4, 0.4], delays)
+        for gap, delay in zip(gaps, delays, strict=True):
+            self.assertGreaterEqual(gap, delay)
