@@ -60,6 +60,7 @@ from nova_drain_filters.ironic_view import consumer
 from nova_drain_filters.ironic_view import listening
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import pools
+from nova_drain_filters.ironic_view import reader
 from nova_drain_filters.ironic_view import refresher
 from nova_drain_filters.ironic_view import snapshot
 
@@ -221,7 +222,20 @@ class EventListener:
             server = listening.consume(self._transport, self.pool,
                                        self.on_event, self.on_batch,
                                        self.on_parsed)
-            server.start()  # returns once connected
+            try:
+                server.start()  # returns once connected
+            except Exception as exc:
+                if not isinstance(server, reader.ReaderProcess):
+                    raise
+                # No reader (no interpreter to run it, a broken install):
+                # read here, as before readers, rather than not at all.
+                LOG.warning("Cannot start the Ironic event reader process "
+                            "(%s); reading Ironic's notifications in this "
+                            "process instead", exc)
+                server = listening.consume(
+                    self._transport, self.pool, self.on_event,
+                    self.on_batch, self.on_parsed, in_process=True)
+                server.start()
             if self._stop.is_set():  # stopped while we waited for it
                 server.stop()
                 server.wait()

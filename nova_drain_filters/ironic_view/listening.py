@@ -86,13 +86,14 @@ def server(transport: Any, endpoint: Endpoint, pool: str | None) -> Any:
 def consume(transport: Any, pool: str | None,
             on_event: Callable[[Any, Any], None],
             on_batch: consumer.OnBatch,
-            on_parsed: reader.OnParsed) -> Any:
+            on_parsed: reader.OnParsed, in_process: bool = False) -> Any:
     """A (not yet started) server of the pool's queue: on RabbitMQ our
-    consumer in its reader process (``on_parsed``) or in this one
-    (``on_batch``), else oslo.messaging's listener (``on_event``)."""
+    consumer in its reader process (``on_parsed``) or, ``in_process``, in
+    this one (``on_batch``), else oslo.messaging's listener
+    (``on_event``)."""
     group = CONF.drain_filters
     if OWN_CONSUMER and pool and consumer.supports(transport):
-        if READER_PROCESS:
+        if READER_PROCESS and not in_process:
             return reader.ReaderProcess(pool, on_parsed)
         return consumer.QueueConsumer(
             transport, group.baremetal_notifications_exchange,

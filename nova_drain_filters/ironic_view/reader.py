@@ -372,6 +372,7 @@ class _ToParent(std_logging.Handler):
 
     def __init__(self, channel: Channel) -> None:
         super().__init__()
+        self.setFormatter(std_logging.Formatter("%(name)s: %(message)s"))
         self._channel = channel
         self._sending = threading.local()
 

@@ -13,6 +13,7 @@
 """Event mode without a broker: parsing, re-reads, slots, the view's merge."""
 
 import os
+import sys
 from unittest import mock
 
 import fixtures
@@ -21,6 +22,7 @@ from nova_drain_filters import decisions
 from nova_drain_filters.clients import http
 from nova_drain_filters.ironic_view import events
 from nova_drain_filters.ironic_view import notifications
+from nova_drain_filters.ironic_view import reader
 from tests.unit import ironic_fakes
 from tests.unit.ironic_view import helpers
 from tests.unit.ironic_view.helpers import NODE
@@ -208,6 +210,30 @@ class TestOnParsed(ListenerTestCase):
         server.forget_after_fork.assert_called_once_with()
         server.stop.assert_not_called()
         self.assertIsNone(self.listener._server)
+
+
+class TestConnect(ListenerTestCase):
+    def test_no_reader_process_means_reading_here(self) -> None:
+        # A reader that cannot start (here: one that exits at once) must
+        # not leave the view without events.
+        self.conf.config(group="drain_filters",
+                         baremetal_notifications_url="rabbit://h:5672/")
+        failing = reader.ReaderProcess(
+            "pool", self.listener.on_parsed,
+            argv=[sys.executable, "-c", "raise SystemExit(3)"])
+        here = mock.Mock()
+        self.listener._transport_factory = lambda url: mock.sentinel.transport
+        with mock.patch.object(events.listening, "consume",
+                               side_effect=[failing, here]) as consume:
+            self.listener._connect()
+        self.assertIs(here, self.listener._server)
+        here.start.assert_called_once_with()
+        self.assertEqual({"in_process": True}, consume.call_args.kwargs)
+        self.assertIn("Cannot start the Ironic event reader process "
+                      "(the event reader exited with 3 before it connected)"
+                      "; reading Ironic's notifications in this process "
+                      "instead", self.log.output)
+        self.listener._slot.forget()
 
 
 class TestViewMerge(ListenerTestCase):
