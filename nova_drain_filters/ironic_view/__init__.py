@@ -72,7 +72,8 @@ class IronicView:
         self._clock = clock
         self.refresher = refresher_mod.Refresher(
             self._list, clock, forget_connections=self._forget_connections,
-            started=self._start_events, forked=self._forked)
+            started=self._start_events, forked=self._forked,
+            parked=self._park_events)
         self.patches = snapshot.Patches()
         self._client_factory = client_factory
         self._client: ironic.IronicClient | None = None
@@ -351,6 +352,12 @@ class IronicView:
                    "mode": CONF.drain_filters.baremetal_failure_mode})
 
     # event mode (events.py) ---------------------------------------------
+
+    def _park_events(self) -> None:
+        """A parent that forked its workers serves no request: it stops
+        listening (and its reader), as its refresher parks."""
+        if self._events is not None:
+            self._events.park()
 
     def _start_events(self) -> None:
         """Start the notification listener beside the refresher, if enabled.

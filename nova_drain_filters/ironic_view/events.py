@@ -200,6 +200,13 @@ class EventListener:
                 thread.join(timeout)
         self._slot.forget()
 
+    def park(self) -> None:
+        """Stop, in the background: called from a fork hook of a parent
+        that forked its workers (``IronicView._park_events``), which must
+        not wait there. A request would start it again."""
+        threading.Thread(target=self.stop, name="drain-ironic-events-park",
+                         daemon=True).start()
+
     @property
     def settled(self) -> bool:
         """Listening, and a listing has started since the broker came."""

@@ -88,7 +88,9 @@ class Refresher:
     * ``started()`` runs when this process's threads start afresh (a first
       start, after a fork, after a stop): the event listener starts there;
     * ``forked()`` runs in a forked child, after the refresher forgot the
-      parent's threads.
+      parent's threads;
+    * ``parked()`` runs in a parent that forked, as it parks its threads:
+      the event listener stops there.
     """
 
     def __init__(
@@ -98,11 +100,13 @@ class Refresher:
         forget_connections: Callable[[], None] = _nothing,
         started: Callable[[], None] = _nothing,
         forked: Callable[[], None] = _nothing,
+        parked: Callable[[], None] = _nothing,
     ) -> None:
         self._listing = listing
         self._forget_connections = forget_connections
         self._started = started
         self._forked = forked
+        self._parked = parked
         self._clock = clock
         self._refresh_lock = threading.Lock()
         self._thread_lock = threading.Lock()
@@ -356,6 +360,7 @@ class Refresher:
         """Park the threads of a parent that forked: a request restarts them."""
         if self._pid == os.getpid():
             self._stop.set()
+            self._parked()
 
 
 _hooks_installed = False

@@ -237,6 +237,12 @@ class CloudTest(WorkersCase):
         for line in served.values():
             self.assertIn(line.pid, pids)
             self.assertDecidedReady(log, line)
+        # Each worker reads Ironic's events in one reader process; the
+        # parent, which serves nothing, stopped its own as it forked them
+        # (new_workers found only the two workers among its children).
+        self.assertEqual({pid: 1 for pid in pids},
+                         {pid: len(workers.readers(pid)) for pid in pids})
+        self.assertEqual(set(), workers.readers(parent))
         self.cloud.note(f"workers {sorted(pids)} served {len(served)} "
                         f"requests in {time.monotonic() - t0:.1f} s")
 

@@ -132,6 +132,23 @@ def children(parent: int) -> set[int]:
     return set(memory.children_map().get(parent, ()))
 
 
+#: What a reader process runs (nova_drain_filters/ironic_view/reader.py).
+READER = "nova_drain_filters.event_reader"
+
+
+def readers(parent: int) -> set[int]:
+    """The Ironic event readers among ``parent``'s children."""
+    found = set()
+    for pid in children(parent):
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if READER.encode() in args:
+            found.add(pid)
+    return found
+
+
 @dataclass(frozen=True)
 class Line:
     index: int

@@ -14,6 +14,8 @@
 
 import os
 import sys
+import threading
+import time
 from unittest import mock
 
 import fixtures
@@ -210,6 +212,22 @@ class TestOnParsed(ListenerTestCase):
         server.forget_after_fork.assert_called_once_with()
         server.stop.assert_not_called()
         self.assertIsNone(self.listener._server)
+
+
+class TestPark(ListenerTestCase):
+    def test_park_stops_the_server_without_waiting_for_it(self) -> None:
+        stopped = threading.Event()
+        server = mock.Mock()
+        server.wait.side_effect = lambda: stopped.wait(5)
+        self.listener._server = server
+        self.listener.park()  # returns while the server is still waited on
+        self.assertFalse(stopped.is_set())
+        deadline = time.monotonic() + 5
+        while not server.wait.called and time.monotonic() < deadline:
+            time.sleep(0.01)
+        server.stop.assert_called_once_with()
+        self.assertIsNone(self.listener._server)
+        stopped.set()
 
 
 class TestConnect(ListenerTestCase):

@@ -16,6 +16,7 @@ import os
 import select
 import threading
 import time
+from unittest import mock
 
 import fixtures
 
@@ -286,6 +287,33 @@ class TestFork(ThreadTestCase):
         # ...until one comes.
         self.view.ensure_running()
         self.assertEqual({REFRESH, WATCHDOG}, {t.name for t in self.ours()})
+
+    def test_a_parked_parent_stops_listening_to_events(self) -> None:
+        # nova-scheduler's parent loads the filters, forks its workers and
+        # serves nothing: its event listener (and its reader process, a
+        # third child beside the workers) must go as its threads park.
+        self.view.start()
+        self.wait_for(lambda: self.view.refreshes == 1, "the first listing")
+        listener = mock.Mock()
+        listener.park.side_effect = lambda: threading.Thread(
+            target=listener.stop, daemon=True).start()
+        self.view._events = listener
+        self.view.refresher.after_fork_in_parent()
+        self.wait_for(lambda: listener.stop.called, "the listener to stop")
+        listener.park.assert_called_once_with()
+        self.wait_for(lambda: not self.ours(), "the threads to park")
+
+    def test_a_child_does_not_stop_listening(self) -> None:
+        self.view.start()
+        self.wait_for(lambda: self.view.refreshes == 1, "the first listing")
+        self.addCleanup(self.view.refresher._stop.set)
+        listener = mock.Mock()
+        self.view._events = listener
+        self.useFixture(fixtures.MockPatch(
+            "nova_drain_filters.ironic_view.refresher.os.getpid",
+            return_value=os.getpid() + 1))
+        self.view.refresher.after_fork_in_parent()  # not the starting pid
+        listener.park.assert_not_called()
 
     def test_a_parked_view_waits_for_its_new_listing(self) -> None:
         # Something in a serving process forked: the threads parked, the
