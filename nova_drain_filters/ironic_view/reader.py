@@ -214,10 +214,15 @@ class ReaderProcess:
     def start(self) -> None:
         """Start the reader; blocks until it is connected (or stopped).
 
-        Raises RuntimeError if the first reader exits before it connects
-        (it cannot start at all: the listener polls instead).
+        Raises RuntimeError if the first reader cannot be started or exits
+        before it connects: it cannot start at all, and the listener reads
+        in its own process instead.
         """
-        self._spawn()
+        try:
+            self._spawn()
+        except Exception as exc:
+            self._reap()
+            raise RuntimeError(f"cannot run the event reader: {exc}") from exc
         self._thread = threading.Thread(
             target=self._run, name="drain-ironic-events-reader", daemon=True)
         self._thread.start()
@@ -273,6 +278,9 @@ class ReaderProcess:
                 self._argv + ["--fd", str(child.fileno())],
                 pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
                 close_fds=True)
+        except BaseException:
+            parent.close()
+            raise
         finally:
             child.close()
         self.starts += 1

@@ -339,3 +339,10 @@ class LifeTest(testtools.TestCase):
         self.assertEqual([0.1, 0.2, 0.4, 0.4, 0.4], delays)
         for gap, delay in zip(gaps, delays, strict=True):
             self.assertGreaterEqual(gap, delay)
+
+    def test_no_interpreter_to_run_it_is_one_error(self) -> None:
+        proc = reader.ReaderProcess("pool", lambda e, n, d: (lambda: True),
+                                    argv=["/nonexistent/python"])
+        error = self.assertRaises(RuntimeError, proc.start)
+        self.assertIn("cannot run the event reader: [Errno 2]", str(error))
+        self.assertIsNone(proc._thread)
