@@ -13,7 +13,9 @@
 """Where one event's CPU goes in one listener process, from its profile.
 
 Reads the cProfile stats that ``ironic_storm --profile PREFIX`` leaves
-per process (``PREFIX.<pid>.txt.prof``: every thread, CPU time, summed)
+per process (``PREFIX.<pid>.txt.prof``: every thread, CPU time, summed;
+run it with ``--listener own`` or ``oslo``, since a reader process's
+part is not profiled)
 and splits the process's CPU into parts, each the cumulative time of the
 function where that part starts:
 

@@ -265,7 +265,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add("--no-requests", action="store_true", help="process 0 does not "
         "run the filters either (a listener-only profile)")
     add("--profile", metavar="PREFIX", help="cProfile every thread of each "
-        "process to PREFIX.<pid>.txt")
+        "process to PREFIX.<pid>.txt (not the readers' processes: profile "
+        "the whole path with --listener own or oslo)")
     args = parser.parse_args(argv)
     try:
         args.bursts = [int(b) for b in args.bursts.split(",") if b]
