@@ -455,13 +455,22 @@ class Reader:
         queue = consumer.QueueConsumer(
             transport, setup["exchange"], setup["topic"], setup["pool"],
             self.on_batch)
-        queue.start()  # returns once connected
-        threading.Thread(target=self._report, args=(queue,),
-                         name="reader-state", daemon=True).start()
+        # Connecting blocks while the broker is unreachable: in a thread,
+        # so that this one sees its parent's end at once even then.
+        threading.Thread(target=self._consume, args=(queue,),
+                         name="reader-consume", daemon=True).start()
         while True:
             message = self.channel.receive(None)
             if message[0] == "applied":
                 self._applied = max(self._applied, message[1])
+
+    def _consume(self, queue: consumer.QueueConsumer) -> None:
+        try:
+            queue.start()  # returns once connected
+        except Exception:
+            LOG.exception("The Ironic event reader cannot consume")
+            os._exit(1)
+        self._report(queue)
 
     def _report(self, queue: consumer.QueueConsumer) -> None:
         up = None

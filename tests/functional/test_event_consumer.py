@@ -21,6 +21,7 @@ again. One broker serves the class.
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -392,6 +393,31 @@ class ReaderProcessTest(BrokerTestBase):
         self.wait_for("the reader's end", lambda: self.gone(child), 10)
         self.wait_for("no consumer", lambda: self.queue()[
             "consumers"] == 0)
+
+    def test_a_reader_with_no_broker_ends_with_its_parent(self) -> None:
+        # A broker that cannot be reached (a typo'd port): the reader
+        # retries, loudly, and still ends the moment its parent stops.
+        logged = self.useFixture(fixtures.FakeLogger(
+            name="nova_drain_filters.ironic_view.reader"))
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]  # nothing listens once closed
+        cfg.CONF.set_override("baremetal_notifications_url",
+                              f"rabbit://guest:guest@127.0.0.1:{port}/",
+                              "drain_filters")
+        process = reader.ReaderProcess(self.pool, lambda e, n, d: (
+            lambda: True))
+        threading.Thread(target=process.start, daemon=True).start()
+        self.wait_for("the reader's retries in our log", lambda: (
+            "Connection refused" in logged.output))
+        self.assertFalse(process.connected())
+        proc = process._proc
+        assert proc is not None
+        process.stop()
+        self.wait_for("the reader's end", lambda: proc.poll() is not None,
+                      timeout=4)
+        self.assertEqual(0, proc.returncode)  # ended, not killed
+        process.wait()
 
     def test_the_readers_log_and_drops_reach_the_parent(self) -> None:
         logged = self.useFixture(fixtures.FakeLogger(
