@@ -111,13 +111,11 @@ def encode(event: notifications.NodeEvent) -> Encoded:
 
 def decode(encoded: Encoded) -> notifications.NodeEvent:
     uuid, event_type, deleted, fields = encoded
-    facts = None
-    if fields is not None:
-        # The frozen dataclass's __init__ sets each field through
-        # object.__setattr__: a third of the parent's cost per event.
-        # The reader built these from a valid IronicNodeFacts.
-        facts = object.__new__(decisions.IronicNodeFacts)
-        facts.__dict__.update(zip(_FACT_FIELDS, fields, strict=True))
+    # Through __init__, not by filling a __dict__: 0.5 µs more, but an
+    # instance whose __dict__ was touched keeps a dict object of its own,
+    # one more for the garbage collector to walk in every full collection
+    # for as long as the node is in the snapshot (and 0.6 KB).
+    facts = None if fields is None else decisions.IronicNodeFacts(*fields)
     return notifications.NodeEvent(uuid, event_type, deleted=deleted,
                                    facts=facts)
 

@@ -139,9 +139,14 @@ class Patches:
         self._snapshot: Snapshot | None = None
         #: True once ``current`` handed the snapshot out: it is frozen.
         self._handed_out = False
-        #: node uuid -> (read at, facts or None if deleted), replayed over
-        #: a listing that started before the read.
-        self._event_changes: dict[str, Change] = {}
+        #: node uuid -> read at, and -> facts or None if deleted: the event
+        #: reads, replayed over a listing that started before the read.
+        #: Two dicts, not one of (read at, facts) pairs: a float and a
+        #: facts object are all the collector sees per node, not a third
+        #: object (a tuple holding an object stays tracked) kept until the
+        #: next listing.
+        self._event_at: dict[str, float] = {}
+        self._event_facts: dict[str, decisions.IronicNodeFacts | None] = {}
         self._event_lock = threading.Lock()
         self._read_lock = threading.Lock()
         #: Nodes a delete event named: missing without the known-before
@@ -219,11 +224,12 @@ class Patches:
         """
         with self._event_lock:
             accepted: dict[str, decisions.IronicNodeFacts | None] = {}
+            event_at, event_facts = self._event_at, self._event_facts
             for uuid, (at, facts) in changes.items():
-                known = self._event_changes.get(uuid)
-                if known is not None and known[0] > at:
+                if event_at.get(uuid, at) > at:
                     continue  # an even newer read is already in
-                self._event_changes[uuid] = (at, facts)
+                event_at[uuid] = at
+                event_facts[uuid] = facts
                 if facts is None:
                     self._deleted.add(uuid)
                 else:
@@ -263,12 +269,12 @@ class Patches:
         refresher's own until it is installed, so the replay goes into it.
         """
         with self._event_lock:
-            self._event_changes = {
-                uuid: change for uuid, change in self._event_changes.items()
-                if change[0] >= snap.started_at}
+            self._event_at = {
+                uuid: at for uuid, at in self._event_at.items()
+                if at >= snap.started_at}
+            self._event_facts = {
+                uuid: self._event_facts[uuid] for uuid in self._event_at}
             self._deleted -= snap.nodes.keys()
-            snap._overwrite(judged({
-                uuid: facts for uuid, (_, facts)
-                in self._event_changes.items()}))
+            snap._overwrite(judged(self._event_facts))
             with self._read_lock:
                 self._snapshot, self._handed_out = snap, False

@@ -269,7 +269,8 @@ class TestViewMerge(ListenerTestCase):
         self.clock.advance(1)
         self.assertTrue(self.view.refresh())
         self.assertEqual("available", self.node(NODE).provision_state)
-        self.assertEqual({}, self.view.patches._event_changes)
+        self.assertEqual(({}, {}), (self.view.patches._event_at,
+                                    self.view.patches._event_facts))
 
     def test_an_older_read_never_replaces_a_newer_one(self) -> None:
         new = ironic_fakes.ironic_node(NODE, maintenance=True)

@@ -15,6 +15,7 @@
 The reader process against a real broker (redelivery after a kill, the
 end with its parent) is in tests/functional/test_event_consumer.py.
 """
+import gc
 import os
 import socket
 import struct
@@ -62,6 +63,16 @@ class WireTest(testtools.TestCase):
                 self.assertEqual(hash(event.facts), hash(back.facts))
                 self.assertEqual(decisions.baremetal_reasons(event.facts),
                                  decisions.baremetal_reasons(back.facts))
+
+    def test_decoded_facts_keep_no_dict_of_their_own(self) -> None:
+        # One tracked object per node in the snapshot, not two: a facts
+        # object whose __dict__ was filled holds a dict, and every full
+        # collection of the scheduler's heap walks it.
+        back = reader.decode(reader.encode(node_event(
+            provision_state="available", maintenance_reason="bmc")))
+        assert back.facts is not None
+        self.assertEqual([], [ref for ref in gc.get_referents(back.facts)
+                              if isinstance(ref, dict)])
 
     def test_frames_split_anyhow_arrive_whole(self) -> None:
         left, right = socket.socketpair()
