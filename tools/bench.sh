@@ -14,12 +14,13 @@
 # tests.functional.bench.NAME ARGS from the repository root in .venv, with
 # the Nova API paste config the harness needs. Without NAME, or with an
 # unknown one, it lists the benchmarks (the modules of tests/functional/bench
-# that run as a script) and exits 2. tox -e bench -- NAME [ARGS] runs it
+# that run as a script and have a main) and exits 2. tox -e bench -- NAME [ARGS] runs it
 # with BENCH_PYTHON set to tox's interpreter instead of .venv's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 benchmarks() {
-    grep -l '^if __name__ == "__main__":' tests/functional/bench/*.py |
+    grep -l '^def main(' $(grep -l '^if __name__ == "__main__":' \
+        tests/functional/bench/*.py) |
         xargs -n1 basename | sed 's/\.py$//' | sort
 }
 name="${1:-}"

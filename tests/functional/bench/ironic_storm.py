@@ -17,8 +17,8 @@ processes (``storm_process``: the real view and listener, each on its own
 pool, over ``--nodes`` nodes), then publishes Ironic-shaped versioned
 notifications (``NodePayload`` 1.17 with every field the view reads, by
 oslo.messaging's ``messagingv2`` driver, to exchange ``ironic``, topic
-``ironic_versioned_notifications``, as Ironic does) straight into the
-broker: a quiet phase, bursts (``--bursts``, as fast as one publisher
+``ironic_versioned_notifications``, as Ironic does: ``notifier``)
+straight into the broker: a quiet phase, bursts (``--bursts``, as fast as one publisher
 goes) and steady rates (``--rates`` events a second for ``--seconds``).
 Each event names a different node (none of the scheduler's candidates),
 so nothing coalesces while there are nodes enough. Per phase and
@@ -37,11 +37,9 @@ is stopped by its PID at the end, also on an error or Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -50,9 +48,8 @@ import uuid as uuidlib
 from pathlib import Path
 from typing import Any
 
-import kombu
-
 from tests.functional.bench import events_common
+from tests.functional.bench import notifier
 from tests.functional.bench import storm_process
 from tests.functional.services import rabbitmq_server
 
@@ -101,88 +98,13 @@ class Worker:
             self.stderr.close()
 
 
-class Publisher:
-    """Ironic's notifications, straight into the broker with kombu.
-
-    The message is what oslo.messaging's ``messagingv2`` notifier sends
-    (oslo_messaging/notify/messaging.py, _drivers/amqpdriver.py ``_send``
-    and _drivers/common.py ``serialize_msg``): the notification as JSON in
-    an ``oslo.message`` envelope, published to Ironic's exchange (its
-    control exchange, ``ironic``) with the key ``<topic>.<priority>``
-    (_drivers/impl_rabbit.py ``notify_send``). oslo.messaging's own
-    notifier sends a few hundred a second here, too few for a storm.
-    """
-
-    def __init__(self, transport_url: str) -> None:
-        # py-amqp sets TCP_USER_TIMEOUT to 1 s (amqp/transport.py
-        # DEFAULT_SOCKET_SETTINGS): a broker that holds the publisher back
-        # (flow control stops reading its socket) for longer drops the
-        # connection, with what sat in the socket's buffers. oslo.messaging
-        # sets it to the heartbeat timeout, 60 s (impl_rabbit.py
-        # Connection.set_transport_socket_timeout); so does Ironic's sender.
-        self.conn = kombu.Connection(
-            transport_url.replace("rabbit://", "amqp://", 1),
-            transport_options={"socket_settings": {
-                socket.TCP_USER_TIMEOUT: 60000}})
-        self.exchange = kombu.Exchange("ironic", type="topic", durable=False,
-                                       auto_delete=False)
-        self.producer = self.conn.Producer(serializer="json")
-        self.declared = False
-
-    def info(self, event_type: str, body: dict[str, Any]) -> None:
-        message = {"message_id": str(uuidlib.uuid4()),
-                   "publisher_id": "ironic-conductor.bench",
-                   "event_type": event_type, "priority": "INFO",
-                   "payload": body, "timestamp": str(
-                       datetime.datetime.utcnow()),
-                   "_unique_id": uuidlib.uuid4().hex}
-        self.producer.publish(
-            {"oslo.version": "2.0", "oslo.message": json.dumps(message)},
-            exchange=self.exchange,
-            routing_key="ironic_versioned_notifications.info",
-            declare=[] if self.declared else [self.exchange])
-        self.declared = True
-
-    def close(self) -> None:
-        self.conn.release()
-
-
-def payload(node: str) -> dict[str, Any]:
-    """A node's NodePayload with the publish time in its reason."""
-    return {"ironic_object.name": "NodePayload",
-            "ironic_object.namespace": "ironic",
-            "ironic_object.version": "1.17",
-            "ironic_object.data": {
-                "uuid": node, "name": None, "provision_state": "available",
-                "power_state": "power off", "maintenance": True,
-                "maintenance_reason": f"{storm_process.STAMP}{time.time():.6f}",
-                "retired": False, "retired_reason": None, "fault": None,
-                "instance_uuid": None, "traits": []}}
-
-
-def publish(pub: Any, nodes: list[str], count: int, rate: float | None,
-            start: int) -> tuple[float, float]:
-    """``count`` events, one node each, at ``rate`` a second (None: at
-    once); the wall times of the first and the last."""
-    first = time.time()
-    began = time.monotonic()
-    for i in range(count):
-        if rate is not None:
-            ahead = began + i / rate - time.monotonic()
-            if ahead > 0:
-                time.sleep(ahead)
-        node = nodes[(start + i) % len(nodes)]
-        pub.info("baremetal.node.maintenance_set.end", payload(node))
-    return first, time.time()
-
-
-def run_phase(pool: list[Worker], pub: Any, nodes: list[str], name: str,
+def run_phase(pool: list[Worker], pub: notifier.Notifier, nodes: list[str], name: str,
               count: int, rate: float | None, start: int,
               drain_timeout: float) -> dict[str, Any]:
     for worker in pool:
         worker.ask(f"phase {name}")
     if count:
-        first, last = publish(pub, nodes, count, rate, start)
+        first, last = notifier.publish(pub, nodes, count, rate, start)
     else:
         first = time.time()
         time.sleep(QUIET)
@@ -305,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         for worker in pool:
             worker.ask(None)  # ready: listening, listed
         print(f"{args.workers} processes listening", flush=True)
-        pub = Publisher(broker.transport_url)
+        pub = notifier.Notifier(broker.transport_url)
         # The scheduler's candidates are the first nodes: events name the
         # others, so that the filters' work is the same in every phase.
         nodes = [str(uuidlib.UUID(int=i + 1)) for i in range(

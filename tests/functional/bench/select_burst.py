@@ -25,14 +25,18 @@ as the other scheduler workers of one host would.
 
 In ``--repeat`` rounds, the order alternating, it times ``--quiet``
 calls with the listener idle, and calls for as long as a burst of
-``--burst`` events (published by a separate process, as fast as one
-publisher goes) is still being applied. It prints the median call of each,
-their ratio (issue 22's goal: at most 1.10), and each call's time split
-into its thread's CPU, its wait for a CPU (schedstat: the machine's
-share) and the rest (the GIL, or threads it handed work to). It prints
+``--burst`` events (``notifier``'s, built ahead in a separate process,
+then published as fast as it goes) is still being applied. It prints the
+median and the mean call of each, their ratios (issue 22's goal: at most
+1.10), the garbage collection per call (Nova's full collections fall in
+about every other call, so medians of a few calls compare chances), and
+each call's time split into its thread's CPU, its wait for a CPU
+(schedstat: the machine's share) and the rest (the GIL, or threads it
+handed work to). It prints
 each burst's drain time (goal: 10,000 events within 10 s), then where
 the CPU went during the bursts: the calls' own thread, the scheduler
-process's other threads (the busiest by name), its reader, the other
+process's other threads (the busiest, by name and what they run), its
+reader, the other
 listener processes, the broker and the publisher (from /proc and the
 publisher's rusage). The broker and the publisher run at nice 19, as if
 on other machines; ``--listener own`` keeps the consumer in the
@@ -51,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import os
 import resource
 import signal
@@ -69,13 +74,13 @@ from tests.functional import harness_run
 from tests.functional.bench import events_common
 from tests.functional.bench import filters as bench_filters
 from tests.functional.bench import ironic_storm
+from tests.functional.bench import notifier
 from tests.functional.bench import select_destinations as sd
 from tests.functional.services import rabbitmq_server
 
 #: Native threads, as Nova 34's nova/cmd/scheduler.py starts the scheduler
 #: (tools/bench.sh sets OS_NOVA_DISABLE_EVENTLET_PATCHING=true).
 EVENTLET = False
-MODULE = "tests.functional.bench.select_burst"
 
 
 @dataclasses.dataclass
@@ -93,6 +98,12 @@ class BurstRun(sd.Run):
     #: Per call, the CPU seconds of the calls' own thread.
     quiet_cpu: list[float] = dataclasses.field(default_factory=list)
     during_cpu: list[float] = dataclasses.field(default_factory=list)
+    #: Per call, the seconds the process spent collecting garbage (any
+    #: thread; every thread waits meanwhile), and its full collections.
+    quiet_gc: list[tuple[float, float, int]] = dataclasses.field(
+        default_factory=list)
+    during_gc: list[tuple[float, float, int]] = dataclasses.field(
+        default_factory=list)
     #: Per burst: seconds from the first event received to the last
     #: applied (or to the drain timeout), the calls made meanwhile and the
     #: events applied.
@@ -113,14 +124,52 @@ CPU_PARTS = ("calls' thread", "scheduler's other threads",
              "scheduler's reader", "other listeners", "broker", "publisher")
 
 
+class Collections:
+    """The process's garbage collections so far: seconds, those in the
+    calls' (main) thread, and full ones (``gc.callbacks``, which run in
+    the collecting thread, under the GIL)."""
+
+    def __init__(self) -> None:
+        self.seconds = self.in_main = 0.0
+        self.full = 0
+        self._started = 0.0
+        self._main = threading.main_thread().ident
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        took = time.perf_counter() - self._started
+        self.seconds += took
+        if threading.get_ident() == self._main:
+            self.in_main += took
+        self.full += info["generation"] == 2
+
+    def now(self) -> tuple[float, float, int]:
+        return self.seconds, self.in_main, self.full
+
+
+def label(thread: threading.Thread) -> str:
+    """A thread's name and what it runs: its target, or its class."""
+    target = getattr(thread, "_target", None)
+    runs = target if target is not None else type(thread)
+    where = getattr(runs, "__module__", None) or ""
+    what = getattr(runs, "__qualname__", None) or repr(runs)
+    if runs is threading.Thread:
+        return thread.name
+    return f"{thread.name} ({where}.{what})"
+
+
 def threads_cpu() -> dict[str, float]:
     """CPU so far of each of this process's threads but the main one, by
-    Python thread name (a name several share is summed)."""
+    name and what it runs (``label``; a label several share is summed)."""
     main = threading.main_thread()
     found: dict[str, float] = {}
     for thread in threading.enumerate():
         if thread is not main and thread.native_id is not None:
-            found[thread.name] = found.get(thread.name, 0.0) + (
+            name = label(thread)
+            found[name] = found.get(name, 0.0) + (
                 events_common.cpu_of(
                     f"/proc/self/task/{thread.native_id}/stat"))
     return found
@@ -142,6 +191,7 @@ def cpu_now(run: BurstRun, reader: int | None) -> dict[str, float]:
 
 class BenchSelectBurst(sd.BenchSelectDestinations):
     results: BurstRun
+    collections: Collections
 
     def listed(self, facts: list[decisions.IronicNodeFacts]
                ) -> list[decisions.IronicNodeFacts]:
@@ -162,19 +212,32 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
         self.view = view
 
     def timed(self, ctxt: Any, spec: Any, times: list[float],
-              waits: list[float], cpu: list[float]) -> None:
-        """One call: its seconds, those it waited for a CPU and its own
-        thread's CPU."""
+              waits: list[float], cpu: list[float],
+              collections: list[tuple[float, float, int]]) -> None:
+        """One call: its seconds, those it waited for a CPU, its own
+        thread's CPU and the process's garbage collection meanwhile.
+
+        Nova's own objects fill the collector's oldest generation within a
+        call or two, and a full collection over this harness's heap takes
+        about 0.3 s: some calls pay one and some do not, in both phases.
+        The medians then compare chances, so the means are printed too,
+        and the collections apart.
+        """
         tid = threading.get_native_id()
         waited, used = events_common.run_queue_wait(tid), time.thread_time()
+        collected, mine, full = self.collections.now()
         times.append(self.call(ctxt, spec, "drain"))
         cpu.append(time.thread_time() - used)
         waits.append(events_common.run_queue_wait(tid) - waited)
+        seconds, in_main, fulls = self.collections.now()
+        collections.append((seconds - collected, in_main - mine,
+                            fulls - full))
 
     def quiet(self, ctxt: Any, spec: Any) -> None:
         for _ in range(self.results.quiet_calls):
             self.timed(ctxt, spec, self.results.quiet,
-                       self.results.quiet_waits, self.results.quiet_cpu)
+                       self.results.quiet_waits, self.results.quiet_cpu,
+                       self.results.quiet_gc)
 
     def burst(self, ctxt: Any, spec: Any, start: int) -> None:
         run = self.results
@@ -186,7 +249,7 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
         cpu_before, wall_before = cpu_now(run, reader), time.monotonic()
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         publisher = subprocess.Popen(
-            [sys.executable, "-m", MODULE, "--publish", run.transport_url,
+            [sys.executable, "-m", notifier.__name__, run.transport_url,
              str(run.nodes), str(run.snapshot_nodes), str(start),
              str(run.burst)], start_new_session=True,
             stdout=subprocess.DEVNULL)
@@ -203,7 +266,7 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
                         f"applied within {run.drain_timeout:.0f} s")
                     break
                 self.timed(ctxt, spec, run.during, run.during_waits,
-                           run.during_cpu)
+                           run.during_cpu, run.during_gc)
                 calls += 1
             run.drains.append((time.monotonic() - first, calls,
                                run.burst - max(0, target - events.applied)))
@@ -228,6 +291,7 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
     def test_measure(self) -> None:
         run = self.results
         ctxt, spec = self.prepare()
+        self.collections = Collections()
         self.call(ctxt, spec, "drain")  # warms caches up
         for round_ in range(run.repeat):
             start = round_ * run.burst
@@ -239,28 +303,8 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
                 self.burst(ctxt, spec, start)
 
 
-def publish_child(url: str, nova_nodes: int, snapshot: int, start: int,
-                  count: int) -> int:
-    """The burst: ``count`` events naming nodes no request lands on.
-
-    At the lowest priority, as the broker: in a cloud Ironic and the broker
-    run on other machines, and here they must not take the calls' CPU.
-    """
-    os.nice(19)
-    import uuid as uuidlib
-    nodes = [str(uuidlib.UUID(int=i + 1)) for i in range(nova_nodes, snapshot)]
-    pub = ironic_storm.Publisher(url)
-    try:
-        ironic_storm.publish(pub, nodes, count, None, start)
-    finally:
-        pub.close()
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--publish"]:
-        return publish_child(argv[1], *(int(a) for a in argv[2:6]))
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     add = parser.add_argument
     add("--nodes", type=int, default=1000)
@@ -328,16 +372,30 @@ def main(argv: list[str] | None = None) -> int:
           "at nice 19")
     quiet = statistics.median(run.quiet)
     during = statistics.median(run.during) if run.during else float("nan")
-    print(f"{'':<14} {'calls':>5} {'median':>9} {'p90':>9} {'ratio':>6}")
+    quiet_mean = statistics.mean(run.quiet)
+    print(f"{'':<14} {'calls':>5} {'median':>9} {'p90':>9} {'ratio':>6} "
+          f"{'mean':>9} {'ratio':>6}")
     for name, values, med in (("quiet", run.quiet, quiet),
                               ("during burst", run.during, during)):
         p90 = events_common.percentile(values, .9) if values else 0.0
+        mean = statistics.mean(values) if values else float("nan")
         print(f"{name:<14} {len(values):>5} {med * 1000:>7.0f}ms "
-              f"{p90 * 1000:>7.0f}ms {med / quiet:>6.3f}")
+              f"{p90 * 1000:>7.0f}ms {med / quiet:>6.3f} "
+              f"{mean * 1000:>7.0f}ms {mean / quiet_mean:>6.3f}")
     print("goal: ratio <= 1.10")
+    print("Garbage collection per call (mean), all threads / the calls' own,"
+          " and full collections per call:")
+    for name, collected in (("quiet", run.quiet_gc),
+                            ("during burst", run.during_gc)):
+        if collected:
+            print(f"  {name:<14} "
+                  f"{statistics.mean(c for c, _, _ in collected) * 1000:5.0f}ms"
+                  f" / {statistics.mean(m for _, m, _ in collected) * 1000:4.0f}"
+                  f"ms  {sum(f for _, _, f in collected) / len(collected):.2f}")
     # A call's time: its own thread's CPU, the time that thread waited
     # for a CPU (the machine's share: a host with cores to spare has none)
     # and the rest, waiting for the GIL (or for threads it handed work to).
+    # Garbage collection is in the first (in the calls' thread) or the last.
     print("Where a call's time went (medians):")
     print(f"{'':<14} {'own CPU':>8} {'CPU wait':>9} {'the rest':>9} "
           f"{'less CPU wait':>14} {'ratio':>6}")
@@ -377,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
             for name in names), reverse=True)[:5]
         print("The scheduler's other threads, the busiest (median seconds):")
         for seconds, name in busiest:
-            print(f"  {name:<40} {seconds:6.2f} s")
+            print(f"  {seconds:5.2f} s  {name}")
     for problem in sorted(set(run.problems)):
         print(f"ERROR: {problem}", file=sys.stderr)
     return 1 if run.problems else 0

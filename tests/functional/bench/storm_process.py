@@ -48,6 +48,7 @@ from nova_drain_filters.ironic_view import listening
 from nova_drain_filters.ironic_view import reader
 from tests.functional.bench import events_common
 from tests.functional.bench import filters as filters_bench
+from tests.functional.bench import notifier
 
 CONF = cfg.CONF
 #: Seconds between two scheduler runs of the filters (five requests a
@@ -55,7 +56,7 @@ CONF = cfg.CONF
 SCHED_EVERY = 0.2
 #: Candidates per request: Nova's ``max_placement_results`` default.
 CANDIDATES = 1000
-STAMP = "t="
+STAMP = notifier.STAMP
 
 
 class Phase:
