@@ -127,12 +127,13 @@ def show(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
                       for rep in row["reports"]})
     print(f"Queue read by: {', '.join(servers)}")
     print("CPU s and CPU ms/ev: the process and its reader; in-proc: the "
-          "process alone (what its GIL carries); RSS: the process + reader")
+          "process alone (what its GIL carries); RSS: the process + reader; "
+          "full GCs: the process's full garbage collections / the longest")
     print(f"{'phase':>11} {'sent/s':>7} {'W#':>3} {'applied':>8} "
           f"{'appl/s':>7} {'drain s':>8} {'lag med':>8} {'p99':>7} "
           f"{'max':>7} {'CPU s':>6} {'RSS MB':>9} {'copies':>7} "
           f"{'batches':>7} {'Ironic req':>10} {'CPU ms/ev':>9} "
-          f"{'in-proc':>7}")
+          f"{'in-proc':>7} {'full GCs':>9}")
     for row in rows:
         sent = row["last"] - row["first"]
         sent_rate = row["count"] / sent if row["count"] and sent else 0
@@ -149,7 +150,8 @@ def show(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
                   f"{rep['lag_median']:8.3f} {rep['lag_p99']:7.3f} "
                   f"{rep['lag_max']:7.3f} {cpu:6.1f} {rss:>9} "
                   f"{rep['copies']:7d} {rep['batches']:7d} "
-                  f"{rep['requests']:10d} {per_event}")
+                  f"{rep['requests']:10d} {per_event} "
+                  f"{rep.get('full_gcs', 0):3d}/{rep.get('longest_gc', 0):.2f}s")
     quiet = rows[0]["reports"][0]["sched"]
     base = statistics.median(quiet) if quiet else 0.0
     if not base:

@@ -27,6 +27,7 @@ to applied is read off every batch the view applies. Optionally a
 from __future__ import annotations
 
 import cProfile
+import gc
 import json
 import os
 import pstats
@@ -72,6 +73,10 @@ class Phase:
         #: The view's reader process, if it reads in one, and its CPU.
         self.reader_pid = reader_pid
         self.reader_cpu = self.reader_cpu_now()
+        #: The process's full garbage collections in the phase, and the
+        #: longest (every thread waits meanwhile).
+        self.full_gcs = 0
+        self.longest_gc = 0.0
 
     def reader_cpu_now(self) -> float:
         return (events_common.cpu_of(f"/proc/{self.reader_pid}/stat")
@@ -91,7 +96,26 @@ class Phase:
             "reader_rss_mb": (events_common.peak_rss_mb(self.reader_pid)
                               if self.reader_pid else 0.0),
             "sched": sorted(self.sched),
+            "full_gcs": self.full_gcs, "longest_gc": self.longest_gc,
         }
+
+
+def count_collections(phase: list[Phase]) -> None:
+    """Count each full collection in the current phase (``gc.callbacks``)."""
+    started = [0.0]
+
+    def callback(stage: str, info: dict[str, int]) -> None:
+        if info["generation"] != 2:
+            return
+        if stage == "start":
+            started[0] = time.perf_counter()
+            return
+        current = phase[0]
+        current.full_gcs += 1
+        current.longest_gc = max(current.longest_gc,
+                                 time.perf_counter() - started[0])
+
+    gc.callbacks.append(callback)
 
 
 def record_lags(view: ironic_view.IronicView, phase: list[Phase]) -> None:
@@ -194,6 +218,7 @@ def child(transport_url: str, count: int, scheduler: bool) -> int:
     ironic_view.set_view(view)
     phase = [Phase("start")]
     record_lags(view, phase)
+    count_collections(phase)
     view.ensure_running()
     events_common.wait(lambda: events_common.ready(view), 300, "listening")
     listed = listing.requests
