@@ -349,7 +349,10 @@ class ReaderProcess:
             while in_flight and in_flight[0][1]():
                 applied = in_flight.pop(0)[0]
             if applied is not None:
-                channel.send(("applied", applied))
+                try:
+                    channel.send(("applied", applied))
+                except OSError as exc:  # it died meanwhile: replaced, quietly
+                    raise ReaderGone() from exc
 
     def _take(self, message: Any,
               in_flight: list[tuple[int, Callable[[], bool]]]) -> None:

@@ -188,8 +188,8 @@ class ParentTest(testtools.TestCase):
     def serve(self) -> None:
         try:
             self.proc._serve()
-        except reader.ReaderGone:
-            pass
+        except Exception as exc:  # what ended it, for the test to check
+            self.ended: Exception = exc
 
     def on_parsed(self, events: list[notifications.NodeEvent], received: int,
                   dropped: int) -> Any:
@@ -220,6 +220,22 @@ class ParentTest(testtools.TestCase):
         self.assertEqual(2, self.child.applied())
         self.done[2] = True
         self.assertEqual(3, self.child.applied())
+
+    def test_a_reader_gone_as_it_is_told_applied_is_gone(self) -> None:
+        # A reader that dies while the parent tells it a batch is applied
+        # is a reader gone (replaced quietly), not a failure of the
+        # parent's side logged with a traceback.
+        self.child.channel.send(
+            ("batch", 1, 1, 0, [reader.encode(node_event(
+                provision_state="available"))]))
+        self.assertIsNone(self.child.applied(0.3))
+        assert self.proc._channel is not None
+        self.useFixture(fixtures.MockPatchObject(
+            self.proc._channel, "send", side_effect=BrokenPipeError(32, "")))
+        self.done[0] = True
+        self.thread.join(5)
+        self.assertFalse(self.thread.is_alive())
+        self.assertIsInstance(self.ended, reader.ReaderGone)
 
     def test_a_reader_that_says_it_is_down_reads_as_down(self) -> None:
         self.child.channel.send(("state", True))
