@@ -12,8 +12,11 @@
 
 """The Ironic view's snapshot: one listing, patched by events in between.
 
-A ``Snapshot`` is what one paginated listing saw, with the reasons of every
-unusable node worked out once, so a filter's healthy host costs one lookup.
+A ``Snapshot`` is what one paginated listing saw, with the unusable nodes
+found once, so a filter's healthy host costs one lookup. It keeps which
+nodes are unusable, not their reasons: a list and its reasons per node
+would be two or three more objects for the garbage collector to walk in
+every full collection of the scheduler's heap (``Unusable``).
 ``Patches`` keeps the view's current snapshot: a listing goes in whole, and
 a batch of events replaces or removes nodes without judging the other
 nodes again. No I/O here.
@@ -32,6 +35,7 @@ import datetime
 import threading
 import time
 from collections.abc import Callable
+from collections.abc import Iterator
 from collections.abc import Mapping
 
 from nova_drain_filters import decisions
@@ -47,6 +51,42 @@ COPY_DUTY = 0.05
 MAX_HOLD = 0.25
 
 
+class Unusable(Mapping[str, list[decisions.Reason]]):
+    """The unusable nodes of one snapshot, and each one's reasons on asking.
+
+    Only their uuids are kept, in one set. The reasons are worked out
+    again from the node's facts (a pure function of them, about 2 µs) when
+    asked, by a filter for the unusable candidates it meets. Keeping them
+    cost a list and one object per reason for every unusable node, all
+    long-lived: most nodes of a busy cloud, and a full collection walks
+    each of them every time.
+    """
+
+    __slots__ = ("_nodes", "_uuids")
+
+    def __init__(self, nodes: dict[str, decisions.IronicNodeFacts],
+                 uuids: set[str]) -> None:
+        self._nodes = nodes
+        self._uuids = uuids
+
+    def __getitem__(self, uuid: str) -> list[decisions.Reason]:
+        if uuid not in self._uuids:
+            raise KeyError(uuid)
+        return decisions.baremetal_reasons(self._nodes[uuid])
+
+    def __contains__(self, uuid: object) -> bool:
+        return uuid in self._uuids
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._uuids)
+
+    def __len__(self) -> int:
+        return len(self._uuids)
+
+    def __repr__(self) -> str:
+        return f"Unusable({len(self._uuids)} nodes)"
+
+
 @dataclasses.dataclass(frozen=True)
 class Snapshot:
     """All Ironic nodes as one refresh saw them."""
@@ -59,19 +99,16 @@ class Snapshot:
     requests: int
     #: Wall-clock time the listing started, to compare with record times.
     started_wall: datetime.datetime
-    #: The reasons of every node that cannot take an instance, worked out
-    #: once per refresh (in the refresher thread) so that a filter's
-    #: healthy host costs one lookup.
-    unusable: dict[str, list[decisions.Reason]] = dataclasses.field(
+    #: The nodes that cannot take an instance, found once per refresh (in
+    #: the refresher thread) so that a filter's healthy host costs one
+    #: lookup; their reasons on asking.
+    unusable: Unusable = dataclasses.field(
         init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        unusable = {}
-        for uuid, node in self.nodes.items():
-            reasons = decisions.baremetal_reasons(node)
-            if reasons:
-                unusable[uuid] = reasons
-        object.__setattr__(self, "unusable", unusable)
+        object.__setattr__(self, "unusable", Unusable(self.nodes, {
+            uuid for uuid, node in self.nodes.items()
+            if decisions.baremetal_reasons(node)}))
 
     def patched(
         self, changes: Mapping[str, decisions.IronicNodeFacts | None]
@@ -92,8 +129,10 @@ class Snapshot:
     def _copied(self) -> "Snapshot":
         """The same listing in dicts of its own: O(nodes)."""
         new = copy.copy(self)  # no __post_init__: nothing is listed again
-        object.__setattr__(new, "nodes", dict(self.nodes))
-        object.__setattr__(new, "unusable", dict(self.unusable))
+        nodes = dict(self.nodes)
+        object.__setattr__(new, "nodes", nodes)
+        object.__setattr__(new, "unusable", Unusable(
+            nodes, set(self.unusable._uuids)))
         return new
 
     def _overwrite(self, changes: Mapping[
@@ -104,16 +143,16 @@ class Snapshot:
         Only for a snapshot no reader holds (a copy, or one ``Patches``
         has not handed out); a reader's snapshot never changes.
         """
-        nodes, unusable = self.nodes, self.unusable
+        nodes, unusable = self.nodes, self.unusable._uuids
         for uuid, (facts, reasons) in changes.items():
             if facts is None:
                 nodes.pop(uuid, None)
             else:
                 nodes[uuid] = facts
             if reasons:
-                unusable[uuid] = reasons
+                unusable.add(uuid)
             else:
-                unusable.pop(uuid, None)
+                unusable.discard(uuid)
 
 
 def judged(changes: Mapping[str, decisions.IronicNodeFacts | None]) -> dict[

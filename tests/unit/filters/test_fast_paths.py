@@ -95,10 +95,14 @@ class TestBaremetalFastPath(helpers.FilterTestCase):
         self.useFixture(fixtures.MockPatchObject(
             ironic_view, "get_view", lambda: self.view))
 
-    def test_snapshot_works_out_reasons_once(self) -> None:
+    def test_snapshot_finds_the_unusable_once_their_reasons_on_asking(
+            self) -> None:
         self.assertEqual({"maint", "busy"}, set(self.snap.unusable))
+        self.assertNotIn("free", self.snap.unusable)
+        self.assertIsNone(self.snap.unusable.get("free"))
         self.assertEqual(decisions.baremetal_reasons(self.snap.nodes["maint"]),
                          self.snap.unusable["maint"])
+        self.assertRaises(KeyError, lambda: self.snap.unusable["free"])
 
     def test_listed_nodes_never_reach_the_view(self) -> None:
         hosts = [helpers.ironic_host(n) for n in ("free", "maint", "busy")]

@@ -60,7 +60,7 @@ class TestCollector(testtools.TestCase):
     behind bring the next one sooner, in the middle of requests.
     """
 
-    def test_an_event_leaves_one_tracked_object_beside_its_reasons(self) -> None:
+    def check_one_object_an_event(self, unusable: bool) -> None:
         patches = snapshot.Patches()
         patches.install(listing())
         held = read(patches)  # a request holds it: the batch copies
@@ -68,16 +68,29 @@ class TestCollector(testtools.TestCase):
         gc.collect()
         gc.disable()
         before = len(gc.get_objects())
-        # Usable nodes: no reasons, so their facts are all that stays.
         self.assertEqual(NODES, patches.apply({
-            uuid(i): (1.0, ironic_fakes.ironic_node(uuid(i), name="x"))
+            uuid(i): (1.0, broken(i) if unusable
+                      else ironic_fakes.ironic_node(uuid(i), name="x"))
             for i in range(NODES)}))
         gc.collect()
         # The new facts and a handful for the copy: the read times are
-        # floats in a dict the collector does not track.
+        # floats in a dict the collector does not track, and the unusable
+        # nodes a set of strings, their reasons worked out on asking.
         self.assertLess(len(gc.get_objects()) - before, NODES + 20)
         self.assertFalse(gc.is_tracked(patches._event_at))
         self.assertIsNotNone(held)
+        snap = patches.current
+        assert snap is not None
+        self.assertEqual(NODES if unusable else 0, len(snap.unusable))
+        if unusable:
+            self.assertEqual(decisions.baremetal_reasons(broken(7)),
+                             snap.unusable[uuid(7)])
+
+    def test_an_event_leaves_one_tracked_object(self) -> None:
+        self.check_one_object_an_event(unusable=False)
+
+    def test_an_unusable_node_keeps_no_reasons(self) -> None:
+        self.check_one_object_an_event(unusable=True)
 
 
 class TestCopies(testtools.TestCase):
