@@ -89,7 +89,9 @@ def stop(names: list[str]) -> int:
     unknown = [n for n in names if n not in state.procs]
     if unknown:
         known = ", ".join(_order(state)) or "none: the cloud is not up"
-        print(f"cloud: no process {', '.join(unknown)} (known: {known})",
+        # Quoted, so that an empty name (a script's unset variable) shows.
+        names_ = ", ".join(f"'{n}'" for n in unknown)
+        print(f"cloud: no process {names_} (known: {known})",
               file=sys.stderr)
         return 2
     for proc in stop_all([state.procs[n] for n in names]):
