@@ -114,7 +114,7 @@ def decode(encoded: Encoded) -> notifications.NodeEvent:
     # Through __init__, not by filling a __dict__: 0.5 µs more, but an
     # instance whose __dict__ was touched keeps a dict object of its own,
     # one more for the garbage collector to walk in every full collection
-    # for as long as the node is in the snapshot (and 0.6 KB).
+    # for as long as the node is in the snapshot.
     facts = None if fields is None else decisions.IronicNodeFacts(*fields)
     return notifications.NodeEvent(uuid, event_type, deleted=deleted,
                                    facts=facts)
