@@ -94,9 +94,8 @@ class GroupsTest(migrate_base.MigrateTestBase):
     def boot_in(self, group: str, host: str) -> dict[str, Any]:
         body = self._build_server(networks="none", host=host)
         self.admin_api.microversion = "2.74"
-        server = self.admin_api.post_server(
-            {"server": body, "os:scheduler_hints": {"group": group}})
-        return self._wait_for_state_change(server, "ACTIVE")
+        return self.settle(lambda: self.admin_api.post_server(
+            {"server": body, "os:scheduler_hints": {"group": group}}))
 
     def test_anti_affinity_kept_and_affinity_reported(self) -> None:
         anti = self.group("spread", "anti-affinity")
