@@ -80,7 +80,14 @@ class Worker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=stderr, text=True, cwd=REPO_ROOT,
             env=dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING="true"),
-            start_new_session=True)
+            # A process group of its own, to be stopped by, but the
+            # caller's session: the workers of one nova-scheduler service
+            # share its session (and cgroup), so the kernel shares the
+            # CPUs between them, and their readers' niceness counts
+            # against them all (``priority``). A session each would give
+            # every listener, and so every idle listener's reader, a whole
+            # autogroup's share.
+            process_group=0)
 
     def ask(self, line: str | None) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None

@@ -31,13 +31,12 @@ which leaves only the publishing inside it.
 ``python -m tests.functional.bench.notifier URL FIRST LAST START COUNT``
 publishes one burst, built first, of ``COUNT`` events naming the nodes
 with integer UUIDs ``FIRST + 1`` to ``LAST`` (from the ``START``-th),
-at nice 19: ``select_burst``'s publisher.
+at the lowest priority (``priority``): ``select_burst``'s publisher.
 """
 from __future__ import annotations
 
 import datetime
 import json
-import os
 import socket
 import sys
 import time
@@ -46,6 +45,8 @@ from typing import Any
 
 import amqp
 import kombu
+
+from tests.functional.services import priority
 
 EXCHANGE = "ironic"
 ROUTING_KEY = "ironic_versioned_notifications.info"
@@ -139,7 +140,7 @@ def publish(notifier: Notifier, nodes: list[str], count: int,
 def burst(argv: list[str]) -> int:
     """One burst built ahead, at the lowest priority (see the module)."""
     url, (first, last, start, count) = argv[0], (int(a) for a in argv[1:5])
-    os.nice(19)
+    priority.lowest()
     nodes = [str(uuidlib.UUID(int=i + 1)) for i in range(first, last)]
     built = bodies(nodes, count, start)
     notifier = Notifier(url)

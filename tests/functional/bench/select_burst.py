@@ -38,8 +38,9 @@ the CPU went during the bursts: the calls' own thread, the scheduler
 process's other threads (the busiest, by name and what they run), its
 reader, the other
 listener processes, the broker and the publisher (from /proc and the
-publisher's rusage). The broker and the publisher run at nice 19, as if
-on other machines; ``--listener own`` keeps the consumer in the
+publisher's rusage). The broker and the publisher run at the lowest
+priority, nice 19 in an autogroup at nice 19 (``priority``), as if on
+other machines; ``--listener own`` keeps the consumer in the
 listening processes, and ``--reader-nice`` sets the readers'.
 
 Run from the repository root::
@@ -76,6 +77,7 @@ from tests.functional.bench import filters as bench_filters
 from tests.functional.bench import ironic_storm
 from tests.functional.bench import notifier
 from tests.functional.bench import select_destinations as sd
+from tests.functional.services import priority
 from tests.functional.services import rabbitmq_server
 
 #: Native threads, as Nova 34's nova/cmd/scheduler.py starts the scheduler
@@ -117,6 +119,8 @@ class BurstRun(sd.Run):
     #: The other listener processes and the broker.
     other_pids: list[int] = dataclasses.field(default_factory=list)
     broker_pid: int = 0
+    #: What priority.lowest did for the broker.
+    broker_priority: str = ""
 
 
 #: Where a burst's CPU went, in the order they are printed.
@@ -342,8 +346,8 @@ def main(argv: list[str] | None = None) -> int:
         broker.start()
         run.transport_url = broker.transport_url
         run.broker_pid = broker.pid
-        # Its process group: the wrapper and beam.smp with all threads.
-        os.setpriority(os.PRIO_PGRP, broker.pid, 19)
+        # Its session: the wrapper and beam.smp with all threads.
+        run.broker_priority = priority.lowest(broker.pid)
         others = [ironic_storm.Worker(broker.transport_url,
                                       args.snapshot_nodes, False)
                   for _ in range(args.workers - 1)]
@@ -369,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
           + ("in a reader process at nice "
              f"+{args.reader_nice}" if args.listener == "reader"
              else "in the listening process") + "; broker and publisher "
-          "at nice 19")
+          f"at the lowest priority (the broker: {run.broker_priority})")
     quiet = statistics.median(run.quiet)
     during = statistics.median(run.during) if run.during else float("nan")
     quiet_mean = statistics.mean(run.quiet)
