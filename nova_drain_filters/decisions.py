@@ -147,6 +147,36 @@ class IronicNodeFacts:
     #: makes it the node's one inventory class.
     resource_class: str | None = None
 
+    def __post_init__(self) -> None:
+        if isinstance(self.traits, frozenset):
+            shared = shared_traits(self.traits)
+            if shared is not self.traits:
+                object.__setattr__(self, "traits", shared)
+
+
+#: One frozenset for each set of traits nodes have (``shared_traits``).
+_TRAIT_SETS: dict[frozenset[str], frozenset[str]] = {}
+#: More distinct sets than this are kept apart, each node its own.
+TRAIT_SETS_MAX = 4096
+
+
+def shared_traits(found: frozenset[str]) -> frozenset[str]:
+    """The one frozenset of nodes whose traits are ``found``.
+
+    A frozenset, even an empty one, is an object the garbage collector
+    tracks, and a scheduler holds facts for every node it knows: 50,000
+    sets for a snapshot of 50,000 nodes, and one more set kept for every
+    event. Nodes of one hardware class share their traits, so a cloud has
+    few distinct sets; each is kept once. Past ``TRAIT_SETS_MAX`` of them
+    (no cloud's hardware, but nothing is unbounded), sets are not shared.
+    """
+    shared = _TRAIT_SETS.get(found)
+    if shared is not None:
+        return shared
+    if len(_TRAIT_SETS) >= TRAIT_SETS_MAX:
+        return found
+    return _TRAIT_SETS.setdefault(found, found)
+
 
 #: The hypervisor_type Nova's Ironic driver reports
 #: (``nova/virt/ironic/driver.py`` ``_get_hypervisor_type``).

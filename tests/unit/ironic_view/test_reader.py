@@ -74,6 +74,34 @@ class WireTest(testtools.TestCase):
         self.assertEqual([], [ref for ref in gc.get_referents(back.facts)
                               if isinstance(ref, dict)])
 
+    def test_nodes_with_the_same_traits_share_one_set(self) -> None:
+        # The wire's frozenset is a new tracked object for every event; a
+        # node's facts keep the one set of its traits instead.
+        sets = [reader.decode(reader.pickle.loads(reader.pickle.dumps(
+            reader.encode(node_event(provision_state="available",
+                                     traits=frozenset(traits))))))
+                for traits in ({"CUSTOM_GOLD", "CUSTOM_X"},
+                               {"CUSTOM_X", "CUSTOM_GOLD"}, set(), set())]
+        traits = [event.facts.traits for event in sets
+                  if event.facts is not None]
+        self.assertEqual([frozenset({"CUSTOM_GOLD", "CUSTOM_X"})] * 2
+                         + [frozenset()] * 2, traits)
+        self.assertIs(traits[0], traits[1])
+        self.assertIs(traits[2], traits[3])
+
+    def test_past_the_bound_trait_sets_are_not_kept(self) -> None:
+        self.useFixture(fixtures.MonkeyPatch(
+            "nova_drain_filters.decisions._TRAIT_SETS", {}))
+        self.useFixture(fixtures.MonkeyPatch(
+            "nova_drain_filters.decisions.TRAIT_SETS_MAX", 2))
+        kept = [decisions.shared_traits(frozenset({f"CUSTOM_{i}"}))
+                for i in range(3)]
+        again = [decisions.shared_traits(frozenset({f"CUSTOM_{i}"}))
+                 for i in range(3)]
+        self.assertEqual([True, True, False],
+                         [a is k for a, k in zip(again, kept, strict=True)])
+        self.assertEqual(again, kept)
+
     def test_frames_split_anyhow_arrive_whole(self) -> None:
         left, right = socket.socketpair()
         self.addCleanup(left.close)
