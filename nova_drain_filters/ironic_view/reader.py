@@ -77,7 +77,10 @@ EXIT_GRACE = 5.0
 #: The reader's niceness above its parent's: on a host whose CPUs are all
 #: busy, the scheduler's requests come first and events wait (the broker
 #: keeps them). On 2 cores with a 10,000-event burst it took the calls'
-#: slowdown from 2.15x to 1.21x (``select_burst``).
+#: slowdown from 2.15x to 1.21x (``select_burst``). The reader stays in
+#: its parent's session (and cgroup): a niceness counts only against the
+#: processes of its own autogroup or cgroup (sched(7)), here the
+#: scheduler's workers.
 READER_NICE = 10
 
 #: The reader's entry module (what ``ps`` shows).
