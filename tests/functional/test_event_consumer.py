@@ -312,6 +312,18 @@ class ReaderProcessTest(BrokerTestBase):
             self.queue()["messages_ready"],
             self.queue()["messages_unacknowledged"]) == (0, 0))
 
+    def test_the_reader_yields_to_its_scheduler(self) -> None:
+        # Its niceness above its parent's, in its parent's session: with
+        # the kernel's autogroups a niceness counts only inside the
+        # session's group (tests/functional/services/priority.py).
+        process = self.reader()
+        pid = process.pid
+        assert pid is not None
+        self.assertEqual(os.getsid(0), os.getsid(pid))
+        self.assertEqual(
+            min(19, os.getpriority(os.PRIO_PROCESS, 0) + reader.READER_NICE),
+            os.getpriority(os.PRIO_PROCESS, pid))
+
     def test_a_killed_reader_is_replaced_and_its_events_come_again(
             self) -> None:
         release = threading.Event()
