@@ -104,13 +104,22 @@ class BrokerTestBase(testtools.TestCase):
         return queue_consumer
 
     def publish(self, nodes: list[str]) -> None:
+        self.publish_messages([node_message(node) for node in nodes])
+
+    def publish_messages(self, messages: list[dict[str, Any]]) -> None:
+        """Publish with publisher confirms, mandatory: each returns once
+        the broker took it, and a message no queue took (unrouted, or
+        nacked by a quorum queue not ready) fails here, not as a missing
+        event seconds later."""
         with kombu.Connection(self.broker.transport_url.replace(
-                "rabbit://", "amqp://", 1)) as conn:
+                "rabbit://", "amqp://", 1),
+                transport_options={"confirm_publish": True}) as conn:
             producer = conn.Producer(serializer="json")
-            for node in nodes:
+            for message in messages:
                 # The exchange is the listener's, declared already.
-                producer.publish(node_message(node), exchange=self.exchange,
-                                 routing_key=f"{TOPIC}.info")
+                producer.publish(message, exchange=self.exchange,
+                                 routing_key=f"{TOPIC}.info",
+                                 mandatory=True)
 
     def queue(self) -> dict[str, Any]:
         out = self.broker.ctl(
@@ -435,11 +444,7 @@ class ReaderProcessTest(BrokerTestBase):
         logged = self.useFixture(fixtures.FakeLogger(
             name="nova_drain_filters.ironic_view.reader"))
         self.reader()
-        bad = node_message("not-a-uuid")
-        with kombu.Connection(self.broker.transport_url.replace(
-                "rabbit://", "amqp://", 1)) as conn:
-            conn.Producer(serializer="json").publish(
-                bad, exchange=self.exchange, routing_key=f"{TOPIC}.info")
+        self.publish_messages([node_message("not-a-uuid")])
         self.wait_for("the drop", lambda: self.dropped == 1)
         self.wait_for("the reader's warning", lambda: (
             "Dropped a malformed Ironic notification" in logged.output))
