@@ -20,7 +20,9 @@ handler that turns a kill into a clean stop of every process started.
 from __future__ import annotations
 
 import os
+import random
 import signal
+import statistics
 import subprocess
 import time
 from types import FrameType
@@ -81,6 +83,19 @@ def requests_sent(view: ironic_view.IronicView) -> int:
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def ratio_interval(quiet: list[float], during: list[float],
+                   stat: Any = statistics.median, rounds: int = 2000,
+                   seed: int = 22) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of ``stat(during) / stat(quiet)``
+    over ``rounds`` resamplings of both, with replacement (a bootstrap):
+    how far the ratio of this many calls could move by chance alone."""
+    rng = random.Random(seed)
+    ratios = sorted(
+        stat(rng.choices(during, k=len(during)))
+        / stat(rng.choices(quiet, k=len(quiet))) for _ in range(rounds))
+    return (ratios[int(0.025 * rounds)], ratios[int(0.975 * rounds) - 1])
 
 
 def terminate(signum: int, _frame: FrameType | None) -> NoReturn:

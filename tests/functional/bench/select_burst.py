@@ -387,6 +387,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{p90 * 1000:>7.0f}ms {med / quiet:>6.3f} "
               f"{mean * 1000:>7.0f}ms {mean / quiet_mean:>6.3f}")
     print("goal: ratio <= 1.10")
+    if len(run.quiet) > 1 and len(run.during) > 1:
+        # The calls come in two sizes (a full collection or not), so a
+        # few calls' ratio moves by chance alone: by how much, here.
+        low, high = events_common.ratio_interval(run.quiet, run.during)
+        mlow, mhigh = events_common.ratio_interval(
+            run.quiet, run.during, statistics.mean)
+        print(f"95% bootstrap interval of the ratio: median {low:.3f} to "
+              f"{high:.3f}, mean {mlow:.3f} to {mhigh:.3f}")
     print("Garbage collection per call (mean), all threads / the calls' own,"
           " and full collections per call:")
     for name, collected in (("quiet", run.quiet_gc),
@@ -396,6 +404,17 @@ def main(argv: list[str] | None = None) -> int:
                   f"{statistics.mean(c for c, _, _ in collected) * 1000:5.0f}ms"
                   f" / {statistics.mean(m for _, m, _ in collected) * 1000:4.0f}"
                   f"ms  {sum(f for _, _, f in collected) / len(collected):.2f}")
+    # Like with like: the calls during which no thread ran a full
+    # collection, the larger of the two sizes calls come in.
+    calm = [[t for t, (_, _, full) in zip(times, collected, strict=True)
+             if not full] for times, collected in (
+                 (run.quiet, run.quiet_gc), (run.during, run.during_gc))]
+    if all(calm):
+        print(f"  calls with no full collection: {len(calm[0])} quiet, "
+              f"{len(calm[1])} during bursts; median "
+              f"{statistics.median(calm[0]) * 1000:.0f} / "
+              f"{statistics.median(calm[1]) * 1000:.0f} ms, ratio "
+              f"{statistics.median(calm[1]) / statistics.median(calm[0]):.3f}")
     # A call's time: its own thread's CPU, the time that thread waited
     # for a CPU (the machine's share: a host with cores to spare has none)
     # and the rest, waiting for the GIL (or for threads it handed work to).
