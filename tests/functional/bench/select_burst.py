@@ -32,7 +32,11 @@ median and the mean call of each, their ratios (issue 22's goal: at most
 about every other call, so medians of a few calls compare chances), and
 each call's time split into its thread's CPU, its wait for a CPU
 (schedstat: the machine's share) and the rest (the GIL, or threads it
-handed work to). It prints
+handed work to). With ``--control``, each round also times a quiet
+run's calls beside ``busy_core``, a stand-in that keeps the other core
+busy with the publisher's kind of work and applies no event: the ratios
+of quiet to it and of it to a burst tell the busy core's share of a
+burst's slowdown from the events'. It prints
 each burst's drain time (goal: 10,000 events within 10 s), then where
 the CPU went during the bursts: the calls' own thread, the scheduler
 process's other threads (the busiest, by name and what they run), its
@@ -46,7 +50,8 @@ listening processes, and ``--reader-nice`` sets the readers'.
 Run from the repository root::
 
     tools/bench.sh select_burst [--nodes 1000] [--snapshot-nodes 50000] \\
-        [--burst 10000] [--workers 1] [--repeat 3] [--listener reader|own]
+        [--burst 10000] [--workers 1] [--repeat 3] [--listener reader|own] \\
+        [--control]
 
 It prints figures and asserts nothing about time; exit 1 if the harness
 failed, a burst was not applied within ``--drain-timeout`` or a call found
@@ -72,6 +77,7 @@ from nova_drain_filters import ironic_view
 from nova_drain_filters.ironic_view import listening
 from nova_drain_filters.ironic_view import reader
 from tests.functional import harness_run
+from tests.functional.bench import busy_core
 from tests.functional.bench import events_common
 from tests.functional.bench import filters as bench_filters
 from tests.functional.bench import ironic_storm
@@ -106,6 +112,15 @@ class BurstRun(sd.Run):
         default_factory=list)
     during_gc: list[tuple[float, float, int]] = dataclasses.field(
         default_factory=list)
+    #: ``--control``: calls beside a busy core (``busy_core``), no events;
+    #: the same per call as above, and that process's CPUs per phase.
+    control: bool = False
+    busy: list[float] = dataclasses.field(default_factory=list)
+    busy_waits: list[float] = dataclasses.field(default_factory=list)
+    busy_cpu: list[float] = dataclasses.field(default_factory=list)
+    busy_gc: list[tuple[float, float, int]] = dataclasses.field(
+        default_factory=list)
+    busy_load: list[float] = dataclasses.field(default_factory=list)
     #: Per burst: seconds from the first event received to the last
     #: applied (or to the drain timeout), the calls made meanwhile and the
     #: events applied.
@@ -243,6 +258,28 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
                        self.results.quiet_waits, self.results.quiet_cpu,
                        self.results.quiet_gc)
 
+    def beside_busy(self, ctxt: Any, spec: Any) -> None:
+        """As many calls as a quiet run, beside ``busy_core``; no events."""
+        run = self.results
+        busy = subprocess.Popen(
+            [sys.executable, "-m", busy_core.__name__],
+            start_new_session=True, stdout=subprocess.DEVNULL)
+        stat = f"/proc/{busy.pid}/stat"
+        try:
+            # Past its imports, and niced: it is spinning.
+            events_common.wait(lambda: events_common.cpu_of(stat) > 0.3,
+                               60, "the busy core's stand-in")
+            cpu_before, wall_before = (events_common.cpu_of(stat),
+                                       time.monotonic())
+            for _ in range(run.quiet_calls):
+                self.timed(ctxt, spec, run.busy, run.busy_waits,
+                           run.busy_cpu, run.busy_gc)
+            run.busy_load.append((events_common.cpu_of(stat) - cpu_before)
+                                 / (time.monotonic() - wall_before))
+        finally:
+            os.killpg(busy.pid, signal.SIGKILL)
+            busy.wait(10)
+
     def burst(self, ctxt: Any, spec: Any, start: int) -> None:
         run = self.results
         events = self.view._events
@@ -299,12 +336,15 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
         self.call(ctxt, spec, "drain")  # warms caches up
         for round_ in range(run.repeat):
             start = round_ * run.burst
-            if round_ % 2:
-                self.burst(ctxt, spec, start)
-                self.quiet(ctxt, spec)
-            else:
-                self.quiet(ctxt, spec)
-                self.burst(ctxt, spec, start)
+            phases = ["quiet", "busy", "burst"] if run.control else [
+                "quiet", "burst"]
+            for phase in (reversed(phases) if round_ % 2 else phases):
+                if phase == "quiet":
+                    self.quiet(ctxt, spec)
+                elif phase == "busy":
+                    self.beside_busy(ctxt, spec)
+                else:
+                    self.burst(ctxt, spec, start)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -324,6 +364,9 @@ def main(argv: list[str] | None = None) -> int:
              "listening process itself, in every listener process")
     add("--reader-nice", type=int, default=reader.READER_NICE,
         help="the readers' niceness (reader.READER_NICE)")
+    add("--control", action="store_true",
+        help="also time quiet runs' calls beside a busy core "
+             "(busy_core), to tell its share from the events'")
     args = parser.parse_args(argv)
     if args.snapshot_nodes < 2 * args.nodes or args.burst < 1 or (
             args.workers < 1 or args.repeat < 1 or args.quiet < 1):
@@ -342,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
                    burst=args.burst, quiet_calls=args.quiet,
                    drain_timeout=args.drain_timeout)
     run.repeat = args.repeat
+    run.control = args.control
     try:
         broker.start()
         run.transport_url = broker.transport_url
@@ -374,31 +418,49 @@ def main(argv: list[str] | None = None) -> int:
              f"+{args.reader_nice}" if args.listener == "reader"
              else "in the listening process") + "; broker and publisher "
           f"at the lowest priority (the broker: {run.broker_priority})")
+    # name, and per call: seconds, CPU wait, own CPU, collections.
+    phases = [("quiet", run.quiet, run.quiet_waits, run.quiet_cpu,
+               run.quiet_gc),
+              ("during burst", run.during, run.during_waits, run.during_cpu,
+               run.during_gc)]
+    if run.busy:
+        phases.insert(1, ("beside busy", run.busy, run.busy_waits,
+                          run.busy_cpu, run.busy_gc))
     quiet = statistics.median(run.quiet)
-    during = statistics.median(run.during) if run.during else float("nan")
     quiet_mean = statistics.mean(run.quiet)
     print(f"{'':<14} {'calls':>5} {'median':>9} {'p90':>9} {'ratio':>6} "
           f"{'mean':>9} {'ratio':>6}")
-    for name, values, med in (("quiet", run.quiet, quiet),
-                              ("during burst", run.during, during)):
+    for name, values, *_ in phases:
+        med = statistics.median(values) if values else float("nan")
         p90 = events_common.percentile(values, .9) if values else 0.0
         mean = statistics.mean(values) if values else float("nan")
         print(f"{name:<14} {len(values):>5} {med * 1000:>7.0f}ms "
               f"{p90 * 1000:>7.0f}ms {med / quiet:>6.3f} "
               f"{mean * 1000:>7.0f}ms {mean / quiet_mean:>6.3f}")
     print("goal: ratio <= 1.10")
-    if len(run.quiet) > 1 and len(run.during) > 1:
-        # The calls come in two sizes (a full collection or not), so a
-        # few calls' ratio moves by chance alone: by how much, here.
-        low, high = events_common.ratio_interval(run.quiet, run.during)
-        mlow, mhigh = events_common.ratio_interval(
-            run.quiet, run.during, statistics.mean)
-        print(f"95% bootstrap interval of the ratio: median {low:.3f} to "
-              f"{high:.3f}, mean {mlow:.3f} to {mhigh:.3f}")
+    # The calls come in two sizes (a full collection or not), so a few
+    # calls' ratio moves by chance alone: by how much, here.
+    compared = [("burst / quiet", run.quiet, run.during)]
+    if run.busy:
+        compared += [("beside busy / quiet", run.quiet, run.busy),
+                     ("burst / beside busy", run.busy, run.during)]
+    print("95% bootstrap intervals of the ratios, median and mean:")
+    for name, base, other in compared:
+        if len(base) > 1 and len(other) > 1:
+            low, high = events_common.ratio_interval(base, other)
+            mlow, mhigh = events_common.ratio_interval(
+                base, other, statistics.mean)
+            median = statistics.median(other) / statistics.median(base)
+            mean = statistics.mean(other) / statistics.mean(base)
+            print(f"  {name:<20} {median:.3f} ({low:.3f} to {high:.3f}), "
+                  f"{mean:.3f}"
+                  f" ({mlow:.3f} to {mhigh:.3f})")
+    if run.busy_load:
+        print(f"  the busy core's stand-in took "
+              f"{statistics.median(run.busy_load):.2f} CPUs (median)")
     print("Garbage collection per call (mean), all threads / the calls' own,"
           " and full collections per call:")
-    for name, collected in (("quiet", run.quiet_gc),
-                            ("during burst", run.during_gc)):
+    for name, _, _, _, collected in phases:
         if collected:
             print(f"  {name:<14} "
                   f"{statistics.mean(c for c, _, _ in collected) * 1000:5.0f}ms"
@@ -406,15 +468,18 @@ def main(argv: list[str] | None = None) -> int:
                   f"ms  {sum(f for _, _, f in collected) / len(collected):.2f}")
     # Like with like: the calls during which no thread ran a full
     # collection, the larger of the two sizes calls come in.
-    calm = [[t for t, (_, _, full) in zip(times, collected, strict=True)
-             if not full] for times, collected in (
-                 (run.quiet, run.quiet_gc), (run.during, run.during_gc))]
-    if all(calm):
-        print(f"  calls with no full collection: {len(calm[0])} quiet, "
-              f"{len(calm[1])} during bursts; median "
-              f"{statistics.median(calm[0]) * 1000:.0f} / "
-              f"{statistics.median(calm[1]) * 1000:.0f} ms, ratio "
-              f"{statistics.median(calm[1]) / statistics.median(calm[0]):.3f}")
+    calm = {name: [t for t, (_, _, full) in zip(
+        times, collected, strict=True) if not full]
+        for name, times, _, _, collected in phases}
+    if all(calm.values()):
+        base = statistics.median(calm["quiet"])
+        print("  calls with no full collection: " + ", ".join(
+            f"{len(times)} {name}" for name, times in calm.items())
+            + "; median " + " / ".join(
+                f"{statistics.median(times) * 1000:.0f}"
+                for times in calm.values()) + " ms, ratio to quiet "
+            + " / ".join(f"{statistics.median(times) / base:.3f}"
+                         for times in calm.values()))
     # A call's time: its own thread's CPU, the time that thread waited
     # for a CPU (the machine's share: a host with cores to spare has none)
     # and the rest, waiting for the GIL (or for threads it handed work to).
@@ -424,9 +489,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'less CPU wait':>14} {'ratio':>6}")
     less_quiet = statistics.median(
         t - w for t, w in zip(run.quiet, run.quiet_waits, strict=True))
-    for name, values, waits, cpu in (
-            ("quiet", run.quiet, run.quiet_waits, run.quiet_cpu),
-            ("during burst", run.during, run.during_waits, run.during_cpu)):
+    for name, values, waits, cpu, _ in phases:
         if not values:
             continue
         less = statistics.median(
