@@ -92,34 +92,35 @@ EVENTLET = False
 
 
 @dataclasses.dataclass
+class Calls:
+    """One phase's calls, per call: its seconds, those its thread waited
+    for a CPU (run queue), its own thread's CPU, and the process's garbage
+    collection meanwhile (seconds in any thread, in the calls' own, and
+    full collections; every thread waits while one collects)."""
+
+    name: str
+    times: list[float] = dataclasses.field(default_factory=list)
+    waits: list[float] = dataclasses.field(default_factory=list)
+    cpu: list[float] = dataclasses.field(default_factory=list)
+    gc: list[tuple[float, float, int]] = dataclasses.field(
+        default_factory=list)
+
+
+@dataclasses.dataclass
 class BurstRun(sd.Run):
     snapshot_nodes: int = 50000
     burst: int = 10000
     quiet_calls: int = 5
     drain_timeout: float = 300.0
     transport_url: str = ""
-    quiet: list[float] = dataclasses.field(default_factory=list)
-    during: list[float] = dataclasses.field(default_factory=list)
-    #: Per call, the seconds its thread waited for a CPU (run queue).
-    quiet_waits: list[float] = dataclasses.field(default_factory=list)
-    during_waits: list[float] = dataclasses.field(default_factory=list)
-    #: Per call, the CPU seconds of the calls' own thread.
-    quiet_cpu: list[float] = dataclasses.field(default_factory=list)
-    during_cpu: list[float] = dataclasses.field(default_factory=list)
-    #: Per call, the seconds the process spent collecting garbage (any
-    #: thread; every thread waits meanwhile), and its full collections.
-    quiet_gc: list[tuple[float, float, int]] = dataclasses.field(
-        default_factory=list)
-    during_gc: list[tuple[float, float, int]] = dataclasses.field(
-        default_factory=list)
-    #: ``--control``: calls beside a busy core (``busy_core``), no events;
-    #: the same per call as above, and that process's CPUs per phase.
+    quiet: Calls = dataclasses.field(default_factory=lambda: Calls("quiet"))
+    during: Calls = dataclasses.field(
+        default_factory=lambda: Calls("during burst"))
+    #: ``--control``: calls beside a busy core (``busy_core``), no events,
+    #: and that process's CPUs in each such phase.
     control: bool = False
-    busy: list[float] = dataclasses.field(default_factory=list)
-    busy_waits: list[float] = dataclasses.field(default_factory=list)
-    busy_cpu: list[float] = dataclasses.field(default_factory=list)
-    busy_gc: list[tuple[float, float, int]] = dataclasses.field(
-        default_factory=list)
+    busy: Calls = dataclasses.field(
+        default_factory=lambda: Calls("beside busy"))
     busy_load: list[float] = dataclasses.field(default_factory=list)
     #: Per burst: seconds from the first event received to the last
     #: applied (or to the drain timeout), the calls made meanwhile and the
@@ -230,9 +231,7 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
                            "listening")
         self.view = view
 
-    def timed(self, ctxt: Any, spec: Any, times: list[float],
-              waits: list[float], cpu: list[float],
-              collections: list[tuple[float, float, int]]) -> None:
+    def timed(self, ctxt: Any, spec: Any, calls: Calls) -> None:
         """One call: its seconds, those it waited for a CPU, its own
         thread's CPU and the process's garbage collection meanwhile.
 
@@ -245,18 +244,15 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
         tid = threading.get_native_id()
         waited, used = events_common.run_queue_wait(tid), time.thread_time()
         collected, mine, full = self.collections.now()
-        times.append(self.call(ctxt, spec, "drain"))
-        cpu.append(time.thread_time() - used)
-        waits.append(events_common.run_queue_wait(tid) - waited)
+        calls.times.append(self.call(ctxt, spec, "drain"))
+        calls.cpu.append(time.thread_time() - used)
+        calls.waits.append(events_common.run_queue_wait(tid) - waited)
         seconds, in_main, fulls = self.collections.now()
-        collections.append((seconds - collected, in_main - mine,
-                            fulls - full))
+        calls.gc.append((seconds - collected, in_main - mine, fulls - full))
 
     def quiet(self, ctxt: Any, spec: Any) -> None:
         for _ in range(self.results.quiet_calls):
-            self.timed(ctxt, spec, self.results.quiet,
-                       self.results.quiet_waits, self.results.quiet_cpu,
-                       self.results.quiet_gc)
+            self.timed(ctxt, spec, self.results.quiet)
 
     def beside_busy(self, ctxt: Any, spec: Any) -> None:
         """As many calls as a quiet run, beside ``busy_core``; no events."""
@@ -272,8 +268,7 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
             cpu_before, wall_before = (events_common.cpu_of(stat),
                                        time.monotonic())
             for _ in range(run.quiet_calls):
-                self.timed(ctxt, spec, run.busy, run.busy_waits,
-                           run.busy_cpu, run.busy_gc)
+                self.timed(ctxt, spec, run.busy)
             run.busy_load.append((events_common.cpu_of(stat) - cpu_before)
                                  / (time.monotonic() - wall_before))
         finally:
@@ -306,8 +301,7 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
                         f"burst: {target - events.applied} events not "
                         f"applied within {run.drain_timeout:.0f} s")
                     break
-                self.timed(ctxt, spec, run.during, run.during_waits,
-                           run.during_cpu, run.during_gc)
+                self.timed(ctxt, spec, run.during)
                 calls += 1
             run.drains.append((time.monotonic() - first, calls,
                                run.burst - max(0, target - events.applied)))
@@ -418,61 +412,57 @@ def main(argv: list[str] | None = None) -> int:
              f"+{args.reader_nice}" if args.listener == "reader"
              else "in the listening process") + "; broker and publisher "
           f"at the lowest priority (the broker: {run.broker_priority})")
-    # name, and per call: seconds, CPU wait, own CPU, collections.
-    phases = [("quiet", run.quiet, run.quiet_waits, run.quiet_cpu,
-               run.quiet_gc),
-              ("during burst", run.during, run.during_waits, run.during_cpu,
-               run.during_gc)]
-    if run.busy:
-        phases.insert(1, ("beside busy", run.busy, run.busy_waits,
-                          run.busy_cpu, run.busy_gc))
-    quiet = statistics.median(run.quiet)
-    quiet_mean = statistics.mean(run.quiet)
+    phases = [run.quiet] + ([run.busy] if run.busy.times else []) + [
+        run.during]
+    quiet = statistics.median(run.quiet.times)
+    quiet_mean = statistics.mean(run.quiet.times)
     print(f"{'':<14} {'calls':>5} {'median':>9} {'p90':>9} {'ratio':>6} "
           f"{'mean':>9} {'ratio':>6}")
-    for name, values, *_ in phases:
+    for phase in phases:
+        values = phase.times
         med = statistics.median(values) if values else float("nan")
         p90 = events_common.percentile(values, .9) if values else 0.0
         mean = statistics.mean(values) if values else float("nan")
-        print(f"{name:<14} {len(values):>5} {med * 1000:>7.0f}ms "
+        print(f"{phase.name:<14} {len(values):>5} {med * 1000:>7.0f}ms "
               f"{p90 * 1000:>7.0f}ms {med / quiet:>6.3f} "
               f"{mean * 1000:>7.0f}ms {mean / quiet_mean:>6.3f}")
     print("goal: ratio <= 1.10")
     # The calls come in two sizes (a full collection or not), so a few
     # calls' ratio moves by chance alone: by how much, here.
     compared = [("burst / quiet", run.quiet, run.during)]
-    if run.busy:
+    if run.busy.times:
         compared += [("beside busy / quiet", run.quiet, run.busy),
                      ("burst / beside busy", run.busy, run.during)]
     print("95% bootstrap intervals of the ratios, median and mean:")
     for name, base, other in compared:
-        if len(base) > 1 and len(other) > 1:
-            low, high = events_common.ratio_interval(base, other)
+        if len(base.times) > 1 and len(other.times) > 1:
+            low, high = events_common.ratio_interval(base.times, other.times)
             mlow, mhigh = events_common.ratio_interval(
-                base, other, statistics.mean)
-            median = statistics.median(other) / statistics.median(base)
-            mean = statistics.mean(other) / statistics.mean(base)
+                base.times, other.times, statistics.mean)
+            median = (statistics.median(other.times)
+                      / statistics.median(base.times))
+            mean = statistics.mean(other.times) / statistics.mean(base.times)
             print(f"  {name:<20} {median:.3f} ({low:.3f} to {high:.3f}), "
-                  f"{mean:.3f}"
-                  f" ({mlow:.3f} to {mhigh:.3f})")
+                  f"{mean:.3f} ({mlow:.3f} to {mhigh:.3f})")
     if run.busy_load:
         print(f"  the busy core's stand-in took "
               f"{statistics.median(run.busy_load):.2f} CPUs (median)")
     print("Garbage collection per call (mean), all threads / the calls' own,"
           " and full collections per call:")
-    for name, _, _, _, collected in phases:
+    for phase in phases:
+        collected = phase.gc
         if collected:
-            print(f"  {name:<14} "
+            print(f"  {phase.name:<14} "
                   f"{statistics.mean(c for c, _, _ in collected) * 1000:5.0f}ms"
                   f" / {statistics.mean(m for _, m, _ in collected) * 1000:4.0f}"
                   f"ms  {sum(f for _, _, f in collected) / len(collected):.2f}")
     # Like with like: the calls during which no thread ran a full
     # collection, the larger of the two sizes calls come in.
-    calm = {name: [t for t, (_, _, full) in zip(
-        times, collected, strict=True) if not full]
-        for name, times, _, _, collected in phases}
+    calm = {phase.name: [t for t, (_, _, full) in zip(
+        phase.times, phase.gc, strict=True) if not full]
+        for phase in phases}
     if all(calm.values()):
-        base = statistics.median(calm["quiet"])
+        base = statistics.median(calm[run.quiet.name])
         print("  calls with no full collection: " + ", ".join(
             f"{len(times)} {name}" for name, times in calm.items())
             + "; median " + " / ".join(
@@ -487,17 +477,17 @@ def main(argv: list[str] | None = None) -> int:
     print("Where a call's time went (medians):")
     print(f"{'':<14} {'own CPU':>8} {'CPU wait':>9} {'the rest':>9} "
           f"{'less CPU wait':>14} {'ratio':>6}")
-    less_quiet = statistics.median(
-        t - w for t, w in zip(run.quiet, run.quiet_waits, strict=True))
-    for name, values, waits, cpu, _ in phases:
-        if not values:
+    less_quiet = statistics.median(t - w for t, w in zip(
+        run.quiet.times, run.quiet.waits, strict=True))
+    for phase in phases:
+        if not phase.times:
             continue
         less = statistics.median(
-            t - w for t, w in zip(values, waits, strict=True))
+            t - w for t, w in zip(phase.times, phase.waits, strict=True))
         rest = statistics.median(t - w - c for t, w, c in zip(
-            values, waits, cpu, strict=True))
-        print(f"{name:<14} {statistics.median(cpu) * 1000:>6.0f}ms "
-              f"{statistics.median(waits) * 1000:>7.0f}ms "
+            phase.times, phase.waits, phase.cpu, strict=True))
+        print(f"{phase.name:<14} {statistics.median(phase.cpu) * 1000:>6.0f}ms "
+              f"{statistics.median(phase.waits) * 1000:>7.0f}ms "
               f"{rest * 1000:>7.0f}ms {less * 1000:>12.0f}ms "
               f"{less / less_quiet:>6.3f}")
     for n, (seconds, calls, applied) in enumerate(run.drains):
