@@ -51,6 +51,7 @@ from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import nova_compat
 from nova_drain_filters import status_hidden
 from nova_drain_filters import trait_store
+from nova_drain_filters import traits
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
@@ -345,8 +346,25 @@ def uninstall() -> bool:
 
 
 def install_if_enabled(conf: cfg.ConfigOpts = CONF) -> bool:
-    """Install the pre-filter when ``[drain_filters] placement_prefilter``."""
+    """Install the pre-filter when ``[drain_filters] placement_prefilter``.
+
+    Warns when the configuration leaves one of the drain traits on offer
+    (``traits.unhonoured``): a typo in ``forbidden_traits`` must not read
+    as a drain that works.
+    """
     drain_conf.register_opts(conf)
-    if conf.drain_filters.placement_prefilter:
+    opts = conf.drain_filters
+    left = traits.unhonoured(opts.placement_prefilter, opts.forbidden_traits)
+    if left:
+        LOG.warning(
+            "Placement still offers providers marked %(left)s: "
+            "[drain_filters] %(why)s. A node drained with 'openstack drain "
+            "node start' carries only %(mark)s. Add them back unless that "
+            "is meant.",
+            {"left": ", ".join(left), "mark": traits.DRAIN_HOST,
+             "why": ("placement_prefilter is off" if not
+                     opts.placement_prefilter else
+                     "forbidden_traits leaves them out")})
+    if opts.placement_prefilter:
         return install()
     return False

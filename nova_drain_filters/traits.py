@@ -16,6 +16,7 @@ Placement accepts a custom trait only when it matches ``CUSTOM_[A-Z0-9_]+``
 (at most 255 characters); ``os_traits.is_custom`` checks only the prefix.
 """
 import re
+from collections.abc import Iterable
 
 import os_traits
 
@@ -41,6 +42,20 @@ MANAGED = (STALE_NODE, BAREMETAL_UNAVAILABLE)
 
 _CUSTOM_TRAIT = re.compile(r"^CUSTOM_[A-Z0-9_]+$")
 CUSTOM_TRAIT_PATTERN = _CUSTOM_TRAIT.pattern
+
+
+def unhonoured(prefilter: bool, forbidden: Iterable[str]) -> tuple[str, ...]:
+    """The traits of ``DEFAULT_FORBIDDEN`` this configuration leaves on offer.
+
+    Only the pre-filter keeps a marked provider out of placement's answer:
+    a node drained with ``openstack drain node start`` carries the mark and
+    nothing else. With the pre-filter off, every mark is left on offer;
+    with a trait left out of ``forbidden_traits`` (a typo, say), that one.
+    """
+    if not prefilter:
+        return DEFAULT_FORBIDDEN
+    wanted = set(forbidden)
+    return tuple(name for name in DEFAULT_FORBIDDEN if name not in wanted)
 
 
 def is_valid_custom_trait(name: str) -> bool:

@@ -20,6 +20,7 @@ from unittest import mock
 import fixtures
 import testtools
 from nova import objects
+from nova.conf import scheduler as nova_scheduler_conf
 from nova.scheduler import request_filter as nova_request_filter
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
@@ -508,6 +509,41 @@ class TestAllFilters(PrefilterTestCase):
         self.assertIn("[drain_filters] forbidden_traits", str(exc))
         self.assertNotIn(request_filter.drain_traits_filter,
                          nova_request_filter.ALL_REQUEST_FILTERS)
+
+    def warning_after_loading(self, text: str) -> str:
+        log = self.useFixture(fixtures.FakeLogger())
+        conf = self.load_conf(text)
+        nova_scheduler_conf.register_opts(conf)  # enabled_filters
+        self.assertEqual(3, len(drain_filters.all_filters()))
+        lines = [line for line in log.output.splitlines()
+                 if "Placement still offers" in line]
+        self.assertLessEqual(len(lines), 1)
+        return lines[0] if lines else ""
+
+    def test_defaults_leave_no_mark_on_offer(self) -> None:
+        self.assertEqual("", self.warning_after_loading(""))
+
+    def test_typo_in_forbidden_traits_warns(self) -> None:
+        line = self.warning_after_loading(
+            "[drain_filters]\nforbidden_traits = CUSTOM_DRAIN_STALE_NODE,"
+            "CUSTOM_DRAIN_BAREMETAL_UNAVAILABLE,CUSTOM_DRAN_HOST\n")
+        self.assertIn("Placement still offers providers marked "
+                      "CUSTOM_DRAIN_HOST: [drain_filters] forbidden_traits "
+                      "leaves them out", line)
+        # The pre-filter still runs, with what was configured.
+        self.assertIn(request_filter.drain_traits_filter,
+                      nova_request_filter.ALL_REQUEST_FILTERS)
+
+    def test_empty_forbidden_traits_warns(self) -> None:
+        line = self.warning_after_loading(
+            "[drain_filters]\nforbidden_traits =\n")
+        self.assertIn(", ".join(traits.DEFAULT_FORBIDDEN), line)
+
+    def test_prefilter_off_warns(self) -> None:
+        line = self.warning_after_loading(
+            "[drain_filters]\nplacement_prefilter = false\n")
+        self.assertIn(", ".join(traits.DEFAULT_FORBIDDEN) + ": "
+                      "[drain_filters] placement_prefilter is off", line)
 
     def test_empty_value_stops_loading(self) -> None:
         # It used to read as None and make StaleComputeNodeFilter raise on

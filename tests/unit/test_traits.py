@@ -52,3 +52,24 @@ class TestIsValidCustomTrait(testtools.TestCase):
     def test_managed_traits_are_forbidden_by_default(self) -> None:
         self.assertTrue(set(traits.MANAGED) <= set(traits.DEFAULT_FORBIDDEN))
         self.assertNotIn(traits.DRAIN_HOST, traits.MANAGED)
+
+
+class TestUnhonoured(testtools.TestCase):
+    def test_defaults_leave_none(self) -> None:
+        self.assertEqual((), traits.unhonoured(True, traits.DEFAULT_FORBIDDEN))
+
+    def test_more_traits_leave_none(self) -> None:
+        self.assertEqual((), traits.unhonoured(
+            True, [*traits.DEFAULT_FORBIDDEN, "CUSTOM_OURS"]))
+
+    def test_a_typo_leaves_that_one(self) -> None:
+        self.assertEqual((traits.DRAIN_HOST,), traits.unhonoured(
+            True, [traits.STALE_NODE, traits.BAREMETAL_UNAVAILABLE,
+                   "CUSTOM_DRAN_HOST"]))
+
+    def test_empty_leaves_all(self) -> None:
+        self.assertEqual(traits.DEFAULT_FORBIDDEN, traits.unhonoured(True, []))
+
+    def test_prefilter_off_leaves_all(self) -> None:
+        self.assertEqual(traits.DEFAULT_FORBIDDEN, traits.unhonoured(
+            False, traits.DEFAULT_FORBIDDEN))
