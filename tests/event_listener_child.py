@@ -16,14 +16,20 @@
 LOCK_PATH OUT`` configures ``[drain_filters]`` as an operator would, starts
 the view (which starts the listener), and writes one JSON line per event it
 hears to OUT: first ``{"pool": ...}`` once it listens, then
-``{"event": ..., "node": ...}`` for each node event queued for the view.
+``{"event": ..., "node": ...}`` for each node event parsed for the view.
 It runs until its standard input closes or it is killed.
+
+Events are recorded where they are parsed (``notifications.parse_event``),
+which on RabbitMQ is the view's reader process: its entry is this module
+too (``reader.ENTRY``), which records, then runs the real reader. The
+parent sees only each node's latest facts (``wire.py``), not the events.
 
 It lives outside ``tests.functional`` on purpose: importing that package
 imports Nova's functional harness, which monkey-patches eventlet, and a
 listener on native threads in an eventlet-patched process hears nothing.
 """
 import json
+import os
 import sys
 import threading
 from typing import Any
@@ -36,9 +42,31 @@ from oslo_config import cfg
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import ironic_view
 from nova_drain_filters.clients import ironic
-from nova_drain_filters.ironic_view import events
+from nova_drain_filters.ironic_view import notifications
+from nova_drain_filters.ironic_view import reader
 
 CONF = cfg.CONF
+#: Where the reader process writes: it inherits this process's environment.
+OUT_ENV = "NDF_TEST_EVENTS_OUT"
+
+
+def record_parsed(out_path: str) -> None:
+    """Write one line per node event ``parse_event`` makes, in this
+    process (lines appended whole, so two processes share the file)."""
+    out = open(out_path, "a", buffering=1)
+    lock = threading.Lock()
+    original = notifications.parse_event
+
+    def parse_event(event_type: Any, payload: Any
+                    ) -> notifications.NodeEvent | None:
+        event = original(event_type, payload)
+        if event is not None:
+            with lock:
+                out.write(json.dumps({"event": event.event_type,
+                                      "node": event.node_uuid}) + "\n")
+        return event
+
+    notifications.parse_event = parse_event  # type: ignore[assignment]
 
 
 def main(transport_url: str, ironic_url: str, lock_path: str,
@@ -57,22 +85,14 @@ def main(transport_url: str, ironic_url: str, lock_path: str,
             ks_session.Session(timeout=10), endpoint_override=ironic_url,
             service_type="baremetal"))
 
+    # Every node event is parsed in one of two places: the reader process
+    # (reader.py), or this one (our consumer in process, or
+    # oslo.messaging's listener). A notification that changes nothing (an
+    # announced .start) is parsed away.
+    os.environ[OUT_ENV] = out_path
+    reader.ENTRY = "tests.event_listener_child"
+    record_parsed(out_path)
     out = open(out_path, "a", buffering=1)
-    lock = threading.Lock()
-    # Every node event reaches the view's queue here, whoever parsed it:
-    # the reader process (on_parsed), our consumer in this process
-    # (on_batch) or oslo.messaging's listener (on_event). A notification
-    # that changes nothing (an announced .start) is parsed away before.
-    original = events.EventListener._enqueue
-
-    def enqueue(self: events.EventListener, queued: list[Any]) -> int:
-        with lock:
-            for event in queued:
-                out.write(json.dumps({"event": event.event_type,
-                                      "node": event.node_uuid}) + "\n")
-        return original(self, queued)
-
-    events.EventListener._enqueue = enqueue  # type: ignore[method-assign]
     view = ironic_view.IronicView(client)
     view.ensure_running()
     listener = view._events
@@ -85,5 +105,15 @@ def main(transport_url: str, ironic_url: str, lock_path: str,
     view.stop()
 
 
+def reader_main(argv: list[str]) -> int:
+    """This module as the view's reader: record, then read."""
+    from nova_drain_filters import event_reader
+    record_parsed(os.environ[OUT_ENV])
+    sys.argv[1:] = argv
+    return event_reader.main()
+
+
 if __name__ == "__main__":
+    if "--fd" in sys.argv:  # started by ReaderProcess as reader.ENTRY
+        sys.exit(reader_main(sys.argv[1:]))
     main(*sys.argv[1:5])

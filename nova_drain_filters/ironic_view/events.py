@@ -43,13 +43,14 @@ trusted in a cloud that sends no events.
 Nothing here raises into the scheduler: a bad event, a failed read or a
 broker outage is logged and dropped.
 """
-import collections
+import itertools
 import os
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 from typing import Protocol
+from typing import cast
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -115,8 +116,8 @@ class EventListener:
         self._slot = pools.Slot(pools.lock_dir(), pools.host_name())
         self._server: Any = None
         self._transport: Any = None
-        self._pending: collections.OrderedDict[str, notifications.NodeEvent] = (
-            collections.OrderedDict())
+        #: Each node's latest event not yet applied, oldest first.
+        self._pending: dict[str, notifications.Pending] = {}
         self._wake = threading.Condition()
         #: Events queued so far, and how many of them are applied (or
         #: replaced by a later one for the same node that is applied).
@@ -315,7 +316,7 @@ class EventListener:
         """Queue the node an event names for a re-read; never raises."""
         event = self._parse(event_type, payload)
         if event is not None:
-            self._enqueue([event])
+            self._enqueue({event.node_uuid: notifications.pending(event)}, 1)
 
     def on_batch(self, messages: list[consumer.Message]
                  ) -> Callable[[], bool]:
@@ -329,22 +330,30 @@ class EventListener:
         per event: in a scheduler each wakeup is a fight for the GIL with
         the request thread. Never raises.
         """
-        events = [event for event in (self._parse(event_type, payload)
-                                      for event_type, payload in messages)
-                  if event is not None]
-        target = self._enqueue(events)
+        latest: dict[str, notifications.Pending] = {}
+        count = 0
+        for event_type, payload in messages:
+            event = self._parse(event_type, payload)
+            if event is not None:
+                latest.pop(event.node_uuid, None)
+                latest[event.node_uuid] = notifications.pending(event)
+                count += 1
+        target = self._enqueue(latest, count)
 
         def applied() -> bool:
             return self._done >= target
         return applied
 
-    def on_parsed(self, events: list[notifications.NodeEvent],
-                  received: int, dropped: int) -> Callable[[], bool]:
-        """Queue a reader's batch, parsed there (``reader.py``); return
-        whether it is applied yet, as ``on_batch``. Never raises."""
+    def on_parsed(self, latest: dict[str, notifications.Pending],
+                  events: int, received: int, dropped: int
+                  ) -> Callable[[], bool]:
+        """Queue a reader's batch, parsed there (``reader.py``): each
+        node's latest of ``events`` node events; return whether it is
+        applied yet, as ``on_batch``. Takes ``latest`` over. Never
+        raises."""
         self.received += received
         self.dropped += dropped
-        target = self._enqueue(events)
+        target = self._enqueue(latest, events)
 
         def applied() -> bool:
             return self._done >= target
@@ -367,15 +376,26 @@ class EventListener:
         self.received += 1
         return event
 
-    def _enqueue(self, events: list[notifications.NodeEvent]) -> int:
-        """Queue events for the apply thread; how many are queued now."""
+    def _enqueue(self, latest: dict[str, notifications.Pending],
+                 events: int) -> int:
+        """Queue each node's latest of ``events`` events for the apply
+        thread, taking ``latest`` over; how many are queued now.
+
+        One object a node waits (``notifications.Pending``), so that a
+        burst adds as little as it can to the scheduler's garbage
+        collections (``wire.py`` says why).
+        """
         with self._wake:
-            for event in events:
-                # A later event replaces an earlier one for the same node.
-                self._pending.pop(event.node_uuid, None)
-                self._pending[event.node_uuid] = event
-            self._queued += len(events)
-            if events:
+            pending = self._pending
+            if not pending:
+                self._pending = latest
+            else:
+                for uuid, value in latest.items():
+                    # A later event replaces an earlier one for the node.
+                    pending.pop(uuid, None)
+                    pending[uuid] = value
+            self._queued += events
+            if latest:
                 self._wake.notify()
             return self._queued
 
@@ -391,8 +411,7 @@ class EventListener:
                 until = time.monotonic() + self.view.patches.hold()
                 while not self._stop.is_set() and time.monotonic() < until:
                     self._wake.wait(until - time.monotonic())
-                batch = [self._pending.popitem(last=False)[1] for _ in range(
-                    min(BATCH_MAX, len(self._pending)))]
+                batch = self._take_batch()
                 covered = self._queued if not self._pending else self._done
             try:
                 self.apply_batch(batch)
@@ -403,22 +422,27 @@ class EventListener:
                 self._done = max(self._done, covered)
                 self._wake.notify_all()
 
-    def apply_batch(self, batch: list[notifications.NodeEvent]) -> None:
-        """Apply events together: payloads as one batch, then re-reads.
+    def _take_batch(self) -> dict[str, notifications.Pending]:
+        """The oldest ``BATCH_MAX`` waiting nodes; under ``_wake``."""
+        pending = self._pending
+        if len(pending) <= BATCH_MAX:
+            self._pending = {}
+            return pending
+        return {uuid: pending.pop(uuid)
+                for uuid in list(itertools.islice(pending, BATCH_MAX))}
 
-        Each node appears once (``on_event`` keeps the last event per
-        node), so the order between the two kinds does not matter.
-        """
+    def apply_batch(self, batch: dict[str, notifications.Pending]) -> None:
+        """Apply each node's latest event: payloads as one batch, then
+        re-reads, so the order between the two kinds does not matter."""
         read_at = self._clock()
-        changes: dict[str, snapshot.Change] = {}
-        rereads = []
-        for event in batch:
-            if event.deleted or event.facts is not None:
-                changes[event.node_uuid] = (read_at, event.facts)
-            else:
-                rereads.append(event)
+        rereads = [value for value in batch.values()
+                   if isinstance(value, notifications.NodeEvent)]
+        changes = cast(dict[str, decisions.IronicNodeFacts | None], batch)
+        if rereads:
+            changes = {uuid: value for uuid, value in changes.items()
+                       if not isinstance(value, notifications.NodeEvent)}
         if changes:
-            self.view.patches.apply(changes)
+            self.view.patches.apply(changes, read_at)
             self.applied += len(changes)
         for event in rereads:
             try:

@@ -60,6 +60,19 @@ class NodeEvent:
     facts: decisions.IronicNodeFacts | None = None
 
 
+#: What the apply needs of a node's latest event: the node's facts from
+#: the payload, None for a delete, or the event itself when the node must
+#: be re-read. One object a node while it waits, the facts it keeps.
+Pending = decisions.IronicNodeFacts | NodeEvent | None
+
+
+def pending(event: NodeEvent) -> Pending:
+    """What the apply needs of ``event`` (``Pending``)."""
+    if event.deleted:
+        return None
+    return event if event.facts is None else event.facts
+
+
 def parse_event(event_type: Any, payload: Any) -> NodeEvent | None:
     """The node a notification is about; None if it is about no node.
 

@@ -19,8 +19,8 @@ burst that is 2 s taken from ``select_destinations`` (issue 22, the
 ``select_burst`` benchmark: calls 1.5 to 1.9 times slower). The reader is
 a child process that does all of that (``consumer.QueueConsumer`` with the
 parent's oslo.messaging options) and hands the parent what
-``notifications.parse_event`` made of each batch, as plain tuples on a
-socket pair: a few microseconds an event to take in.
+``notifications.parse_event`` made of each batch, in columns on a socket
+pair: a few microseconds an event to take in.
 
 The acks stay where the apply is. The parent tells the reader which
 batches its view has applied, and only then does the reader ack them; a
@@ -30,20 +30,17 @@ closes (the parent exited or was killed), and the parent starts a new
 reader if its reader dies. The reader's log records go to the parent's
 log, so they land where the scheduler's do.
 
-The wire: each frame is a 4-byte big-endian length and a pickle (both
-ends are this module, in a parent and the child it started):
+The wire (``wire.py``): frames of a length and a pickle.
 
 * parent to reader: the settings, once; then ``("applied", seq)``;
 * reader to parent: ``("state", connected)``, ``("log", level, text)``
-  and ``("batch", seq, received, dropped, events)``, each event as
-  ``encode`` makes it.
+  and ``("batch", seq, events, received, dropped, columns)``: how many
+  node events, how many messages were parsed and dropped, and the events
+  in columns (``wire.encode_batch``).
 """
-import dataclasses
 import logging as std_logging
 import os
-import pickle
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -56,9 +53,9 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_messaging import opts as messaging_opts
 
-from nova_drain_filters import decisions
 from nova_drain_filters.ironic_view import consumer
 from nova_drain_filters.ironic_view import notifications
+from nova_drain_filters.ironic_view import wire
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
@@ -86,79 +83,12 @@ READER_NICE = 10
 #: The reader's entry module (what ``ps`` shows).
 ENTRY = "nova_drain_filters.event_reader"
 
-_HEADER = struct.Struct(">I")
-_FACT_FIELDS = tuple(f.name for f in dataclasses.fields(
-    decisions.IronicNodeFacts))
-
-#: One event on the wire: node uuid, event type, deleted, the facts'
-#: fields in ``IronicNodeFacts``'s order or None.
-Encoded = tuple[str, str, bool, tuple[Any, ...] | None]
-#: What the parent does with a batch: its events, how many messages were
-#: parsed and how many dropped. Returns whether it is applied yet.
-OnParsed = Callable[[list[notifications.NodeEvent], int, int],
+#: What the parent does with a batch: each node's latest event
+#: (``notifications.Pending``), how many node events that was, how many
+#: messages were parsed and how many dropped. Returns whether it is
+#: applied yet.
+OnParsed = Callable[[dict[str, notifications.Pending], int, int, int],
                     Callable[[], bool]]
-
-
-class ReaderGone(EOFError):
-    """The other end of the socket closed."""
-
-
-# the wire ----------------------------------------------------------------------
-
-def encode(event: notifications.NodeEvent) -> Encoded:
-    facts = event.facts
-    return (event.node_uuid, event.event_type, event.deleted,
-            None if facts is None else tuple(
-                getattr(facts, name) for name in _FACT_FIELDS))
-
-
-def decode(encoded: Encoded) -> notifications.NodeEvent:
-    uuid, event_type, deleted, fields = encoded
-    # Through __init__, not by filling a __dict__: 0.5 µs more, but an
-    # instance whose __dict__ was touched keeps a dict object of its own,
-    # one more for the garbage collector to walk in every full collection
-    # for as long as the node is in the snapshot.
-    facts = None if fields is None else decisions.IronicNodeFacts(*fields)
-    return notifications.NodeEvent(uuid, event_type, deleted=deleted,
-                                   facts=facts)
-
-
-class Channel:
-    """Frames over one end of a socket pair; sends from any thread."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self._send_lock = threading.Lock()
-        self._buffer = bytearray()
-
-    def send(self, message: Any) -> None:
-        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        with self._send_lock:
-            self.sock.sendall(_HEADER.pack(len(data)) + data)
-
-    def receive(self, timeout: float | None) -> Any:
-        """The next message; socket.timeout if none came in ``timeout``
-        (what arrived of it is kept); ReaderGone at the end."""
-        self.sock.settimeout(timeout)
-        while True:
-            if len(self._buffer) >= _HEADER.size:
-                (size,) = _HEADER.unpack_from(self._buffer)
-                end = _HEADER.size + size
-                if len(self._buffer) >= end:
-                    data = bytes(self._buffer[_HEADER.size:end])
-                    del self._buffer[:end]
-                    return pickle.loads(data)
-            chunk = self.sock.recv(consumer.READ_AHEAD)
-            if not chunk:
-                raise ReaderGone()
-            self._buffer += chunk
-
-    def close(self) -> None:
-        try:
-            self.sock.close()
-        except OSError:  # already gone
-            pass
-
 
 def settings(pool: str) -> dict[str, Any]:
     """What the reader needs to consume the pool as this process would.
@@ -200,7 +130,7 @@ class ReaderProcess:
         self._on_parsed = on_parsed
         self._argv = argv or [sys.executable, "-m", ENTRY]
         self._proc: subprocess.Popen[bytes] | None = None
-        self._channel: Channel | None = None
+        self._channel: wire.Channel | None = None
         self._up = self._up_since_spawn = False
         self._started = threading.Event()
         self._stop = threading.Event()
@@ -286,7 +216,7 @@ class ReaderProcess:
             child.close()
         self.starts += 1
         self._up = False
-        self._channel = Channel(parent)
+        self._channel = wire.Channel(parent)
         self._channel.send(settings(self._pool))
 
     def _reap(self) -> None:
@@ -307,7 +237,7 @@ class ReaderProcess:
             self._up_since_spawn = False
             try:
                 self._serve()
-            except ReaderGone:
+            except wire.ReaderGone:
                 pass
             except Exception:  # the thread must outlive any surprise
                 LOG.exception("Ironic event reader: the parent's side "
@@ -345,7 +275,7 @@ class ReaderProcess:
             except TimeoutError:
                 message = None
             except OSError as exc:
-                raise ReaderGone() from exc
+                raise wire.ReaderGone() from exc
             if message is not None:
                 self._take(message, in_flight)
             applied = None
@@ -355,15 +285,15 @@ class ReaderProcess:
                 try:
                     channel.send(("applied", applied))
                 except OSError as exc:  # it died meanwhile: replaced, quietly
-                    raise ReaderGone() from exc
+                    raise wire.ReaderGone() from exc
 
     def _take(self, message: Any,
               in_flight: list[tuple[int, Callable[[], bool]]]) -> None:
         kind = message[0]
         if kind == "batch":
-            _, seq, received, dropped, encoded = message
+            _, seq, events, received, dropped, columns = message
             self.batches += 1
-            applied = self._on_parsed([decode(e) for e in encoded],
+            applied = self._on_parsed(wire.decode_batch(columns), events,
                                       received, dropped)
             in_flight.append((seq, applied))
         elif kind == "state":
@@ -382,7 +312,7 @@ class ReaderProcess:
 class _ToParent(std_logging.Handler):
     """Send the reader's log records to the parent's log."""
 
-    def __init__(self, channel: Channel) -> None:
+    def __init__(self, channel: wire.Channel) -> None:
         super().__init__()
         self.setFormatter(std_logging.Formatter("%(name)s: %(message)s"))
         self._channel = channel
@@ -417,14 +347,14 @@ class Reader:
     """The child: consume the pool, send each batch parsed, ack what the
     parent applied."""
 
-    def __init__(self, channel: Channel) -> None:
+    def __init__(self, channel: wire.Channel) -> None:
         self.channel = channel
         self._seq = 0
         self._applied = 0
 
     def on_batch(self, messages: list[consumer.Message]
                  ) -> Callable[[], bool]:
-        events: list[Encoded] = []
+        events: list[notifications.NodeEvent] = []
         received = dropped = 0
         for event_type, payload in messages:
             try:
@@ -440,10 +370,11 @@ class Reader:
                 continue
             received += 1
             if event is not None:
-                events.append(encode(event))
+                events.append(event)
         self._seq += 1
         seq = self._seq
-        self.channel.send(("batch", seq, received, dropped, events))
+        self.channel.send(("batch", seq, len(events), received, dropped,
+                           wire.encode_batch(events)))
         return lambda: self._applied >= seq
 
     def run(self) -> None:
@@ -492,7 +423,7 @@ class Reader:
 def main(argv: list[str]) -> int:
     """The reader, on the socket ``--fd N`` its parent passed it."""
     try:
-        channel = Channel(socket.socket(fileno=int(
+        channel = wire.Channel(socket.socket(fileno=int(
             argv[argv.index("--fd") + 1])))
     except (ValueError, IndexError, OSError) as exc:
         print(f"event_reader: error: no parent's socket in {argv} ({exc}); "
@@ -501,7 +432,7 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         Reader(channel).run()
-    except (ReaderGone, OSError):
+    except (wire.ReaderGone, OSError):
         pass  # the parent closed its end, or died: unacked is redelivered
     except Exception:
         LOG.exception("The Ironic event reader failed")

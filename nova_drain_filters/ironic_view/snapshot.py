@@ -40,9 +40,8 @@ from collections.abc import Mapping
 
 from nova_drain_filters import decisions
 
-#: One change to one node: (read at, on the view's clock; the node's facts,
-#: or None if Ironic deleted it).
-Change = tuple[float, decisions.IronicNodeFacts | None]
+#: Changes to nodes: each node's facts, or None if Ironic deleted it.
+Changes = Mapping[str, decisions.IronicNodeFacts | None]
 #: The share of one core that copying snapshots may take in an event storm:
 #: after a copy that took ``t`` seconds, the next waits ``t / COPY_DUTY``.
 COPY_DUTY = 0.05
@@ -110,9 +109,7 @@ class Snapshot:
             uuid for uuid, node in self.nodes.items()
             if decisions.baremetal_reasons(node)}))
 
-    def patched(
-        self, changes: Mapping[str, decisions.IronicNodeFacts | None]
-    ) -> "Snapshot":
+    def patched(self, changes: Changes) -> "Snapshot":
         """A copy with nodes replaced (facts) or removed (None).
 
         Copy on write, so a reader holding this snapshot keeps a
@@ -123,7 +120,7 @@ class Snapshot:
         if not changes:
             return self
         new = self._copied()
-        new._overwrite(judged(changes))
+        new._overwrite(changes, unusable_among(changes))
         return new
 
     def _copied(self) -> "Snapshot":
@@ -135,32 +132,31 @@ class Snapshot:
             nodes, set(self.unusable._uuids)))
         return new
 
-    def _overwrite(self, changes: Mapping[
-            str, tuple[decisions.IronicNodeFacts | None,
-                       list[decisions.Reason]]]) -> None:
-        """Put judged changes in this snapshot's own dicts: O(changes).
+    def _overwrite(self, changes: Changes, unusable_now: set[str]) -> None:
+        """Put changes in this snapshot's own dicts: O(changes).
 
-        Only for a snapshot no reader holds (a copy, or one ``Patches``
-        has not handed out); a reader's snapshot never changes.
+        ``unusable_now``: the changed nodes that cannot take an instance
+        (``unusable_among``). Only for a snapshot no reader holds (a copy,
+        or one ``Patches`` has not handed out); a reader's snapshot never
+        changes.
         """
         nodes, unusable = self.nodes, self.unusable._uuids
-        for uuid, (facts, reasons) in changes.items():
+        for uuid, facts in changes.items():
             if facts is None:
                 nodes.pop(uuid, None)
             else:
                 nodes[uuid] = facts
-            if reasons:
-                unusable.add(uuid)
-            else:
-                unusable.discard(uuid)
+        unusable.difference_update(changes)
+        unusable.update(unusable_now)
 
 
-def judged(changes: Mapping[str, decisions.IronicNodeFacts | None]) -> dict[
-        str, tuple[decisions.IronicNodeFacts | None, list[decisions.Reason]]]:
-    """Each change with the node's reasons, worked out before any lock."""
-    return {uuid: (facts, decisions.baremetal_reasons(facts)
-                   if facts is not None else [])
-            for uuid, facts in changes.items()}
+def unusable_among(changes: Changes) -> set[str]:
+    """The changed nodes that cannot take an instance, worked out before
+    any lock. Their reasons are dropped at once: whether a node has any is
+    all a snapshot keeps (``Unusable``), so nothing an event brings
+    outlives its apply but the node's facts (``wire.py`` says why)."""
+    return {uuid for uuid, facts in changes.items()
+            if facts is not None and decisions.baremetal_reasons(facts)}
 
 
 class Patches:
@@ -247,27 +243,28 @@ class Patches:
         over the first listing if that started before the read), or if an
         even newer read of the node is in.
         """
-        return self.apply({facts.uuid: (read_at, facts)}) == 1
+        return self.apply({facts.uuid: facts}, read_at) == 1
 
     def mark_deleted(self, node_uuid: str, at: float) -> bool:
         """Take a node Ironic deleted out of the snapshot: it is missing."""
-        return self.apply({node_uuid: (at, None)}) == 1
+        return self.apply({node_uuid: None}, at) == 1
 
-    def apply(self, changes: Mapping[str, Change]) -> int:
-        """Apply a batch of changes as one step; the number that went in.
+    def apply(self, changes: Changes, read_at: float) -> int:
+        """Apply a batch of changes read at ``read_at`` (view clock) as one
+        step; the number that went in.
 
-        A change older than a read already in is left out. Readers see the
-        snapshot before the batch or after it, never between: a snapshot
-        nobody was handed takes the batch in place, O(batch); one a reader
-        holds is copied once for the whole batch.
+        A change to a node read again since ``read_at`` is left out.
+        Readers see the snapshot before the batch or after it, never
+        between: a snapshot nobody was handed takes the batch in place,
+        O(batch); one a reader holds is copied once for the whole batch.
         """
         with self._event_lock:
             accepted: dict[str, decisions.IronicNodeFacts | None] = {}
             event_at, event_facts = self._event_at, self._event_facts
-            for uuid, (at, facts) in changes.items():
-                if event_at.get(uuid, at) > at:
+            for uuid, facts in changes.items():
+                if event_at.get(uuid, read_at) > read_at:
                     continue  # an even newer read is already in
-                event_at[uuid] = at
+                event_at[uuid] = read_at
                 event_facts[uuid] = facts
                 if facts is None:
                     self._deleted.add(uuid)
@@ -276,25 +273,24 @@ class Patches:
                 accepted[uuid] = facts
             if self._snapshot is None or not accepted:
                 return 0
-            self._publish(judged(accepted))
+            self._publish(accepted, unusable_among(accepted))
             self.batches += 1
             return len(accepted)
 
-    def _publish(self, changes: Mapping[
-            str, tuple[decisions.IronicNodeFacts | None,
-                       list[decisions.Reason]]]) -> None:
-        """Put judged changes in the current snapshot, or in its copy."""
+    def _publish(self, changes: Changes, unusable_now: set[str]) -> None:
+        """Put changes in the current snapshot, or in its copy."""
         snap = self._snapshot
         assert snap is not None
         with self._read_lock:
             if not self._handed_out:
-                snap._overwrite(changes)  # O(changes); nobody holds it
+                # O(changes); nobody holds it
+                snap._overwrite(changes, unusable_now)
                 return
         # Handed out, so frozen: copy it outside the read lock (readers go
         # on reading the old one) and swap the copy in.
         started = self._timer()
         new = snap._copied()
-        new._overwrite(changes)
+        new._overwrite(changes, unusable_now)
         self._copied_at, self._copy_cost = started, self._timer() - started
         self.copies += 1
         with self._read_lock:
@@ -314,6 +310,7 @@ class Patches:
             self._event_facts = {
                 uuid: self._event_facts[uuid] for uuid in self._event_at}
             self._deleted -= snap.nodes.keys()
-            snap._overwrite(judged(self._event_facts))
+            snap._overwrite(self._event_facts,
+                            unusable_among(self._event_facts))
             with self._read_lock:
                 self._snapshot, self._handed_out = snap, False

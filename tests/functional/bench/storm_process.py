@@ -122,11 +122,11 @@ def record_lags(view: ironic_view.IronicView, phase: list[Phase]) -> None:
     """Time every batch the view applies, from each event's stamp."""
     apply = view.patches.apply
 
-    def timed(changes: Any) -> int:
-        count = apply(changes)
+    def timed(changes: Any, read_at: float) -> int:
+        count = apply(changes, read_at)
         now = time.time()
         current = phase[0]
-        for _, facts in changes.values():
+        for facts in changes.values():
             reason = facts.maintenance_reason if facts else None
             if reason and reason.startswith(STAMP):
                 current.lags.append(now - float(reason[len(STAMP):]))

@@ -191,14 +191,14 @@ class TestOnParsed(ListenerTestCase):
     def test_a_readers_batch_is_queued_and_its_check_turns_true(self) -> None:
         events_in = [self.event("baremetal.node.delete.end", OTHER, True),
                      self.event("baremetal.node.maintenance_set.end")]
-        applied = self.listener.on_parsed(events_in, received=3, dropped=1)
+        applied = self.listener.on_parsed(
+            {e.node_uuid: notifications.pending(e) for e in events_in},
+            len(events_in), received=3, dropped=1)
         self.assertEqual((3, 1), (self.listener.received,
                                   self.listener.dropped))
         self.assertEqual([OTHER, NODE], list(self.listener._pending))
         self.assertFalse(applied())
-        batch = [self.listener._pending.popitem(last=False)[1]
-                 for _ in range(2)]
-        self.listener.apply_batch(batch)
+        self.listener.apply_batch(self.listener._take_batch())
         self.listener._done = self.listener._queued  # as _apply_loop does
         self.assertTrue(applied())
         self.assertIsNone(self.node(OTHER))

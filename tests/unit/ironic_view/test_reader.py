@@ -10,15 +10,16 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The reader's wire, its settings and the parent's acks, on a socket pair.
+"""The reader's settings and the parent's acks, on a socket pair.
+
+The wire itself is tested in test_wire.py.
 
 The reader process against a real broker (redelivery after a kill, the
 end with its parent) is in tests/functional/test_event_consumer.py.
 """
-import gc
 import os
+import pickle
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -36,6 +37,7 @@ from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import reader
+from nova_drain_filters.ironic_view import wire
 
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
 
@@ -44,104 +46,6 @@ def node_event(**facts: Any) -> notifications.NodeEvent:
     return notifications.NodeEvent(
         NODE, "baremetal.node.provision_set.end",
         facts=decisions.IronicNodeFacts(uuid=NODE, **facts))
-
-
-class WireTest(testtools.TestCase):
-    def test_events_come_back_equal(self) -> None:
-        for event in (
-                node_event(provision_state="clean wait", power_state="power on",
-                           maintenance=True, maintenance_reason="bmc",
-                           fault="clean failure", instance_uuid=None,
-                           traits=frozenset({"CUSTOM_GOLD", "CUSTOM_X"}),
-                           resource_class="baremetal.gold"),
-                notifications.NodeEvent(NODE, "baremetal.node.delete.end",
-                                        deleted=True),
-                notifications.NodeEvent(NODE, "baremetal.allocation.create.end")):
-            back = reader.decode(reader.encode(event))
-            self.assertEqual(event, back)
-            if event.facts is not None:
-                self.assertEqual(hash(event.facts), hash(back.facts))
-                self.assertEqual(decisions.baremetal_reasons(event.facts),
-                                 decisions.baremetal_reasons(back.facts))
-
-    def test_decoded_facts_keep_no_dict_of_their_own(self) -> None:
-        # One tracked object per node in the snapshot, not two: a facts
-        # object whose __dict__ was filled holds a dict, and every full
-        # collection of the scheduler's heap walks it.
-        back = reader.decode(reader.encode(node_event(
-            provision_state="available", maintenance_reason="bmc")))
-        assert back.facts is not None
-        self.assertEqual([], [ref for ref in gc.get_referents(back.facts)
-                              if isinstance(ref, dict)])
-
-    def test_nodes_with_the_same_traits_share_one_set(self) -> None:
-        # The wire's frozenset is a new tracked object for every event; a
-        # node's facts keep the one set of its traits instead.
-        sets = [reader.decode(reader.pickle.loads(reader.pickle.dumps(
-            reader.encode(node_event(provision_state="available",
-                                     traits=frozenset(traits))))))
-                for traits in ({"CUSTOM_GOLD", "CUSTOM_X"},
-                               {"CUSTOM_X", "CUSTOM_GOLD"}, set(), set())]
-        traits = [event.facts.traits for event in sets
-                  if event.facts is not None]
-        self.assertEqual([frozenset({"CUSTOM_GOLD", "CUSTOM_X"})] * 2
-                         + [frozenset()] * 2, traits)
-        self.assertIs(traits[0], traits[1])
-        self.assertIs(traits[2], traits[3])
-
-    def test_past_the_bound_trait_sets_are_not_kept(self) -> None:
-        self.useFixture(fixtures.MonkeyPatch(
-            "nova_drain_filters.decisions._TRAIT_SETS", {}))
-        self.useFixture(fixtures.MonkeyPatch(
-            "nova_drain_filters.decisions.TRAIT_SETS_MAX", 2))
-        kept = [decisions.shared_traits(frozenset({f"CUSTOM_{i}"}))
-                for i in range(3)]
-        again = [decisions.shared_traits(frozenset({f"CUSTOM_{i}"}))
-                 for i in range(3)]
-        self.assertEqual([True, True, False],
-                         [a is k for a, k in zip(again, kept, strict=True)])
-        self.assertEqual(again, kept)
-
-    def test_frames_split_anyhow_arrive_whole(self) -> None:
-        left, right = socket.socketpair()
-        self.addCleanup(left.close)
-        self.addCleanup(right.close)
-        receiver = reader.Channel(right)
-        messages = [("state", True), ("batch", 1, 3, 0, [("a",) * 4] * 300),
-                    ("log", 30, "x" * 70000)]
-        wire = b"".join(
-            struct.pack(">I", len(data)) + data for data in (
-                reader.pickle.dumps(m) for m in messages))
-        # A frame's header, then byte by byte: nothing before it is whole.
-        left.sendall(wire[:2])
-        self.assertRaises(TimeoutError, receiver.receive, 0.05)
-        left.sendall(wire[2:7])
-        self.assertRaises(TimeoutError, receiver.receive, 0.05)
-        left.sendall(wire[7:])
-        self.assertEqual(messages, [receiver.receive(1.0) for _ in messages])
-        left.close()
-        self.assertRaises(reader.ReaderGone, receiver.receive, 1.0)
-
-    def test_send_is_one_frame_per_message_from_any_thread(self) -> None:
-        left, right = socket.socketpair()
-        self.addCleanup(left.close)
-        self.addCleanup(right.close)
-        sender, receiver = reader.Channel(left), reader.Channel(right)
-        threads = [threading.Thread(target=lambda n=n: [
-            sender.send(("log", n, "y" * 5000)) for _ in range(50)])
-            for n in range(4)]
-        got: list[Any] = []
-        drain = threading.Thread(target=lambda: got.extend(
-            receiver.receive(5.0) for _ in range(200)))
-        drain.start()
-        for thread in threads:
-            thread.start()
-        for thread in threads + [drain]:
-            thread.join(10)
-        self.assertEqual(200, len(got))
-        self.assertEqual({0: 50, 1: 50, 2: 50, 3: 50},
-                         {n: sum(1 for m in got if m[1] == n)
-                          for n in range(4)})
 
 
 class SettingsTest(testtools.TestCase):
@@ -169,7 +73,7 @@ class SettingsTest(testtools.TestCase):
                          (setup["pool"], setup["url"], setup["exchange"],
                           setup["topic"], setup["nice"]))
         conf = reader.messaging_conf(
-            reader.pickle.loads(reader.pickle.dumps(setup["options"])))
+            pickle.loads(pickle.dumps(setup["options"])))
         rabbit = conf.oslo_messaging_rabbit
         self.assertEqual((17, True, True, "/etc/ssl/rabbit-ca.pem"),
                          (rabbit.heartbeat_timeout_threshold,
@@ -186,7 +90,7 @@ class FakeChild:
     """The reader's end of the socket pair, played by the test."""
 
     def __init__(self, sock: socket.socket) -> None:
-        self.channel = reader.Channel(sock)
+        self.channel = wire.Channel(sock)
 
     def applied(self, timeout: float = 2.0) -> int | None:
         try:
@@ -202,12 +106,13 @@ class ParentTest(testtools.TestCase):
 
     def setUp(self) -> None:
         super().setUp()
-        self.got: list[tuple[list[notifications.NodeEvent], int, int]] = []
+        self.got: list[tuple[dict[str, notifications.Pending], int, int,
+                             int]] = []
         self.done: dict[int, bool] = {}
         self.proc = reader.ReaderProcess("pool", self.on_parsed)
         parent, child = socket.socketpair()
         self.addCleanup(child.close)
-        self.proc._channel = reader.Channel(parent)
+        self.proc._channel = wire.Channel(parent)
         self.proc._proc = mock.Mock(pid=4242, **{"poll.return_value": None})
         self.child = FakeChild(child)
         self.thread = threading.Thread(target=self.serve, daemon=True)
@@ -219,10 +124,10 @@ class ParentTest(testtools.TestCase):
         except Exception as exc:  # what ended it, for the test to check
             self.ended: Exception = exc
 
-    def on_parsed(self, events: list[notifications.NodeEvent], received: int,
-                  dropped: int) -> Any:
+    def on_parsed(self, latest: dict[str, notifications.Pending],
+                  events: int, received: int, dropped: int) -> Any:
         number = len(self.got)
-        self.got.append((events, received, dropped))
+        self.got.append((latest, events, received, dropped))
         self.done[number] = False
         return lambda: self.done[number]
 
@@ -235,11 +140,11 @@ class ParentTest(testtools.TestCase):
         event = node_event(provision_state="available")
         for seq in (1, 2, 3):
             self.child.channel.send(
-                ("batch", seq, 2, 1, [reader.encode(event)]))
+                ("batch", seq, 1, 2, 1, wire.encode_batch([event])))
         self.child.channel.send(("state", True))
         self.assertIsNone(self.child.applied(0.3))
         self.assertEqual(3, len(self.got))
-        self.assertEqual(([event], 2, 1), self.got[0])
+        self.assertEqual(({NODE: event.facts}, 1, 2, 1), self.got[0])
         self.assertTrue(self.proc.connected())
         # The second applied first: nothing is acked past the first.
         self.done[1] = True
@@ -254,8 +159,8 @@ class ParentTest(testtools.TestCase):
         # is a reader gone (replaced quietly), not a failure of the
         # parent's side logged with a traceback.
         self.child.channel.send(
-            ("batch", 1, 1, 0, [reader.encode(node_event(
-                provision_state="available"))]))
+            ("batch", 1, 1, 1, 0, wire.encode_batch([node_event(
+                provision_state="available")])))
         self.assertIsNone(self.child.applied(0.3))
         assert self.proc._channel is not None
         self.useFixture(fixtures.MockPatchObject(
@@ -263,7 +168,7 @@ class ParentTest(testtools.TestCase):
         self.done[0] = True
         self.thread.join(5)
         self.assertFalse(self.thread.is_alive())
-        self.assertIsInstance(self.ended, reader.ReaderGone)
+        self.assertIsInstance(self.ended, wire.ReaderGone)
 
     def test_a_reader_that_says_it_is_down_reads_as_down(self) -> None:
         self.child.channel.send(("state", True))
@@ -301,11 +206,13 @@ class ReaderSideTest(testtools.TestCase):
                 ("baremetal.port.update.end", {}),      # no node: counted
                 ("baremetal.node.update.end", {"x": 1}),  # malformed
             ])
-        kind, seq, received, dropped, encoded = channel.send.call_args[0][0]
-        self.assertEqual(("batch", 1, 2, 1), (kind, seq, received, dropped))
-        self.assertEqual([notifications.NodeEvent(
-            NODE, "baremetal.node.power_set.end")],
-            [reader.decode(e) for e in encoded])
+        kind, seq, events, received, dropped, columns = (
+            channel.send.call_args[0][0])
+        self.assertEqual(("batch", 1, 1, 2, 1),
+                         (kind, seq, events, received, dropped))
+        self.assertEqual({NODE: notifications.NodeEvent(
+            NODE, "baremetal.node.power_set.end")},
+            wire.decode_batch(columns))
         warning.assert_called_once()
         self.assertFalse(applied())
         child._applied = 1
@@ -322,7 +229,7 @@ class LifeTest(testtools.TestCase):
 
     def test_a_reader_that_cannot_start_is_not_started_again(self) -> None:
         proc = reader.ReaderProcess(
-            "pool", lambda e, n, d: (lambda: True),
+            "pool", lambda latest, e, n, d: (lambda: True),
             argv=[sys.executable, "-c", "import sys; sys.exit(3)"])
         error = self.assertRaises(RuntimeError, proc.start)
         self.assertIn("exited with 3 before it connected", str(error))
@@ -336,8 +243,9 @@ class LifeTest(testtools.TestCase):
         # What a fork leaves: two descriptors of the parent's end.
         copy = socket.socket(fileno=os.dup(parent.fileno()))
         self.addCleanup(copy.close)
-        proc = reader.ReaderProcess("pool", lambda e, n, d: (lambda: True))
-        proc._channel = reader.Channel(parent)
+        proc = reader.ReaderProcess(
+            "pool", lambda latest, e, n, d: (lambda: True))
+        proc._channel = wire.Channel(parent)
         proc.forget_after_fork()
         self.assertFalse(proc.connected())
         # The reader's end is still open: the parent still has its copy.
@@ -375,8 +283,9 @@ class LifeTest(testtools.TestCase):
             "nova_drain_filters.ironic_view.reader.RESTART_DELAY", 0.1))
         self.useFixture(fixtures.MonkeyPatch(
             "nova_drain_filters.ironic_view.reader.MAX_RESTART_DELAY", 0.4))
-        proc = reader.ReaderProcess("pool", lambda e, n, d: (lambda: True),
-                                    argv=[sys.executable, "-c", script])
+        proc = reader.ReaderProcess(
+            "pool", lambda latest, e, n, d: (lambda: True),
+            argv=[sys.executable, "-c", script])
         with mock.patch.object(reader.LOG, "warning") as warning:
             proc.start()
             deadline = time.monotonic() + 20
@@ -396,8 +305,9 @@ class LifeTest(testtools.TestCase):
             self.assertGreaterEqual(gap, delay)
 
     def test_no_interpreter_to_run_it_is_one_error(self) -> None:
-        proc = reader.ReaderProcess("pool", lambda e, n, d: (lambda: True),
-                                    argv=["/nonexistent/python"])
+        proc = reader.ReaderProcess(
+            "pool", lambda latest, e, n, d: (lambda: True),
+            argv=["/nonexistent/python"])
         error = self.assertRaises(RuntimeError, proc.start)
         self.assertIn("cannot run the event reader: [Errno 2]", str(error))
         self.assertIsNone(proc._thread)

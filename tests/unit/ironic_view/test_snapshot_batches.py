@@ -69,9 +69,9 @@ class TestCollector(testtools.TestCase):
         gc.disable()
         before = len(gc.get_objects())
         self.assertEqual(NODES, patches.apply({
-            uuid(i): (1.0, broken(i) if unusable
-                      else ironic_fakes.ironic_node(uuid(i), name="x"))
-            for i in range(NODES)}))
+            uuid(i): broken(i) if unusable
+            else ironic_fakes.ironic_node(uuid(i), name="x")
+            for i in range(NODES)}, 1.0))
         gc.collect()
         # The new facts and a handful for the copy: the read times are
         # floats in a dict the collector does not track, and the unusable
@@ -122,8 +122,8 @@ class TestCopies(testtools.TestCase):
         for batch in range(10):
             read(self.patches)
             self.assertEqual(1000, self.patches.apply({
-                uuid(i): (1.0 + batch, broken(i, f"b{batch}"))
-                for i in range(1000)}))
+                uuid(i): broken(i, f"b{batch}") for i in range(1000)},
+                1.0 + batch))
         self.assertEqual((10, 10), (self.patches.copies,
                                     self.patches.batches))
 
@@ -142,8 +142,8 @@ class TestCopies(testtools.TestCase):
     def test_a_batch_keeps_the_newer_read_rule(self) -> None:
         self.patches.update_node(broken(1, "new"), 10.0)
         self.assertEqual(1, self.patches.apply({
-            uuid(1): (9.0, ironic_fakes.ironic_node(uuid(1))),
-            uuid(2): (9.0, None)}))
+            uuid(1): ironic_fakes.ironic_node(uuid(1)),
+            uuid(2): None}, 9.0))
         snap = self.patches.current
         assert snap is not None
         self.assertEqual("new", snap.nodes[uuid(1)].maintenance_reason)
@@ -206,9 +206,8 @@ class TestReaders(testtools.TestCase):
             reader.start()
         try:
             for batch in range(100):
-                self.patches.apply({uuid(i): (1.0 + batch,
-                                              broken(i, f"b{batch}"))
-                                    for i in batch_nodes})
+                self.patches.apply({uuid(i): broken(i, f"b{batch}")
+                                    for i in batch_nodes}, 1.0 + batch)
                 time.sleep(0)
         finally:
             done.set()
@@ -281,9 +280,7 @@ class TestListenerBatches(helpers.ViewTestCase):
             self.listener.on_event("baremetal.node.provision_set.end",
                                    helpers.payload(**data))
         self.assertEqual(NODES, len(self.listener._pending))
-        batch = [self.listener._pending.popitem(last=False)[1]
-                 for _ in range(len(self.listener._pending))]
-        self.listener.apply_batch(batch)
+        self.listener.apply_batch(self.listener._take_batch())
         self.assertEqual((1, 1), (self.view.patches.batches,
                                   self.view.patches.copies))
         self.assertEqual(NODES, self.listener.applied)
