@@ -13,8 +13,9 @@
 """The Ironic event reader's process: ``python -m nova_drain_filters.event_reader``.
 
 A scheduler process starts one (``ironic_view/reader.py``, which says
-what it does); this is only its entry, so that ``ps`` names it and so
-that what must come before the imports does. Ctrl-C in a terminal
+what it does; its code is ``ironic_view/reader_child.py``). This is only
+its entry, so that ``ps`` names it and so that what must come before the
+imports does. Ctrl-C in a terminal
 reaches the whole process group, and the reader must end with its
 parent, not on its own with a traceback. Eventlet's deprecation warning
 would land in the scheduler's stderr each time a reader starts.
@@ -27,8 +28,8 @@ import warnings
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
-    from nova_drain_filters.ironic_view import reader
-    return reader.main(sys.argv[1:])
+    from nova_drain_filters.ironic_view import reader_child
+    return reader_child.main(sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -43,7 +43,6 @@ trusted in a cloud that sends no events.
 Nothing here raises into the scheduler: a bad event, a failed read or a
 broker outage is logged and dropped.
 """
-import itertools
 import os
 import threading
 import time
@@ -58,6 +57,7 @@ from oslo_log import log as logging
 from nova_drain_filters import decisions
 from nova_drain_filters.clients import ironic
 from nova_drain_filters.ironic_view import consumer
+from nova_drain_filters.ironic_view import event_queue
 from nova_drain_filters.ironic_view import listening
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import pools
@@ -72,8 +72,6 @@ CONF = cfg.CONF
 CONNECT_GRACE = 5.0
 #: How often the watcher looks at the connection.
 WATCH_INTERVAL = 0.5
-#: The most events applied as one batch (one lock hold, at most one copy).
-BATCH_MAX = 5000
 
 
 class View(Protocol):
@@ -116,12 +114,8 @@ class EventListener:
         self._slot = pools.Slot(pools.lock_dir(), pools.host_name())
         self._server: Any = None
         self._transport: Any = None
-        #: Each node's latest event not yet applied, oldest first.
-        self._pending: dict[str, notifications.Pending] = {}
-        self._wake = threading.Condition()
-        #: Events queued so far, and how many of them are applied (or
-        #: replaced by a later one for the same node that is applied).
-        self._queued = self._done = 0
+        #: What waits for the apply thread.
+        self.queue = event_queue.EventQueue()
         self.pool: str | None = None
         #: up / down as last logged; None before the first verdict.
         self.broker_up: bool | None = None
@@ -161,12 +155,10 @@ class EventListener:
                 forget()
             self._server = self._transport = self._client = None
             self._slot.forget()
-            self._pending.clear()
             self.broker_up = None
             self.healthy_at = None
             # A lock another thread held at the fork stays held in the child.
-            self._wake = threading.Condition()
-            self._queued = self._done = 0
+            self.queue.reset()
             self._stop = threading.Event()
         self._pid = pid
         self._hub = hub
@@ -183,8 +175,7 @@ class EventListener:
     def stop(self, timeout: float = 10.0) -> None:
         """Stop listening and release the slot (tests and shutdown)."""
         self._stop.set()
-        with self._wake:
-            self._wake.notify_all()
+        self.queue.wake_all()
         server, self._server = self._server, None
         if server is not None:
             try:
@@ -316,7 +307,7 @@ class EventListener:
         """Queue the node an event names for a re-read; never raises."""
         event = self._parse(event_type, payload)
         if event is not None:
-            self._enqueue({event.node_uuid: notifications.pending(event)}, 1)
+            self.queue.put({event.node_uuid: notifications.pending(event)}, 1)
 
     def on_batch(self, messages: list[consumer.Message]
                  ) -> Callable[[], bool]:
@@ -338,11 +329,7 @@ class EventListener:
                 latest.pop(event.node_uuid, None)
                 latest[event.node_uuid] = notifications.pending(event)
                 count += 1
-        target = self._enqueue(latest, count)
-
-        def applied() -> bool:
-            return self._done >= target
-        return applied
+        return self.queue.applied(self.queue.put(latest, count))
 
     def on_parsed(self, latest: dict[str, notifications.Pending],
                   events: int, received: int, dropped: int
@@ -353,11 +340,7 @@ class EventListener:
         raises."""
         self.received += received
         self.dropped += dropped
-        target = self._enqueue(latest, events)
-
-        def applied() -> bool:
-            return self._done >= target
-        return applied
+        return self.queue.applied(self.queue.put(latest, events))
 
     def _parse(self, event_type: Any, payload: Any
                ) -> notifications.NodeEvent | None:
@@ -376,62 +359,20 @@ class EventListener:
         self.received += 1
         return event
 
-    def _enqueue(self, latest: dict[str, notifications.Pending],
-                 events: int) -> int:
-        """Queue each node's latest of ``events`` events for the apply
-        thread, taking ``latest`` over; how many are queued now.
-
-        One object a node waits (``notifications.Pending``), so that a
-        burst adds as little as it can to the scheduler's garbage
-        collections (``wire.py`` says why).
-        """
-        with self._wake:
-            pending = self._pending
-            if not pending:
-                self._pending = latest
-            else:
-                for uuid, value in latest.items():
-                    # A later event replaces an earlier one for the node.
-                    pending.pop(uuid, None)
-                    pending[uuid] = value
-            self._queued += events
-            if latest:
-                self._wake.notify()
-            return self._queued
-
     def _apply_loop(self) -> None:
-        while not self._stop.is_set():
-            with self._wake:
-                while not self._pending and not self._stop.is_set():
-                    self._wake.wait(1.0)
-                if self._stop.is_set():
-                    return
-                # Let more events join a batch that would copy; each new
-                # event notifies, so wait out the whole hold.
-                until = time.monotonic() + self.view.patches.hold()
-                while not self._stop.is_set() and time.monotonic() < until:
-                    self._wake.wait(until - time.monotonic())
-                batch = self._take_batch()
-                covered = self._queued if not self._pending else self._done
+        while True:
+            taken = self.queue.take(self._stop, self.view.patches.hold)
+            if taken is None:
+                return
+            batch, covered = taken
             try:
                 self.apply_batch(batch)
             except Exception:  # never let one batch stop the loop
                 self.dropped += len(batch)
                 LOG.exception("Could not apply %d Ironic events", len(batch))
-            with self._wake:
-                self._done = max(self._done, covered)
-                self._wake.notify_all()
+            self.queue.done(covered)
 
-    def _take_batch(self) -> dict[str, notifications.Pending]:
-        """The oldest ``BATCH_MAX`` waiting nodes; under ``_wake``."""
-        pending = self._pending
-        if len(pending) <= BATCH_MAX:
-            self._pending = {}
-            return pending
-        return {uuid: pending.pop(uuid)
-                for uuid in list(itertools.islice(pending, BATCH_MAX))}
-
-    def apply_batch(self, batch: dict[str, notifications.Pending]) -> None:
+    def apply_batch(self, batch: event_queue.Batch) -> None:
         """Apply each node's latest event: payloads as one batch, then
         re-reads, so the order between the two kinds does not matter."""
         read_at = self._clock()

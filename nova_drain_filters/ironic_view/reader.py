@@ -30,7 +30,8 @@ closes (the parent exited or was killed), and the parent starts a new
 reader if its reader dies. The reader's log records go to the parent's
 log, so they land where the scheduler's do.
 
-The wire (``wire.py``): frames of a length and a pickle.
+The reader's own code is ``reader_child.py``; this module is the
+parent's side. The wire (``wire.py``): frames of a length and a pickle.
 
 * parent to reader: the settings, once; then ``("applied", seq)``;
 * reader to parent: ``("state", connected)``, ``("log", level, text)``
@@ -39,16 +40,13 @@ The wire (``wire.py``): frames of a length and a pickle.
   in columns (``wire.encode_batch``).
 """
 import logging as std_logging
-import os
 import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
-import oslo_messaging
 from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_messaging import opts as messaging_opts
@@ -63,8 +61,6 @@ CONF = cfg.CONF
 #: How long ``ReaderProcess.start`` waits for a new reader to say it is
 #: connected before it looks again whether it was stopped meanwhile.
 START_POLL = 0.5
-#: How often the reader looks whether its connection went up or down.
-STATE_POLL = 0.25
 #: How long the parent waits before it starts a reader that died; twice
 #: as long each time one dies before it connected, up to the maximum.
 RESTART_DELAY = 1.0
@@ -305,142 +301,3 @@ class ReaderProcess:
             _, level, text = message
             LOG.log(level, "Ironic event reader %(pid)s: %(text)s",
                     {"pid": self.pid, "text": text})
-
-
-# the reader's side -------------------------------------------------------------
-
-class _ToParent(std_logging.Handler):
-    """Send the reader's log records to the parent's log."""
-
-    def __init__(self, channel: wire.Channel) -> None:
-        super().__init__()
-        self.setFormatter(std_logging.Formatter("%(name)s: %(message)s"))
-        self._channel = channel
-        self._sending = threading.local()
-
-    def emit(self, record: std_logging.LogRecord) -> None:
-        if getattr(self._sending, "busy", False):
-            return  # a record about sending one: dropped, not looped
-        self._sending.busy = True
-        try:
-            self._channel.send(("log", record.levelno, self.format(record)))
-        except Exception:  # the parent is gone: the reader ends soon
-            pass
-        finally:
-            self._sending.busy = False
-
-
-def messaging_conf(values: dict[str | None, dict[str, Any]]) -> Any:
-    """A configuration holding the parent's oslo.messaging options."""
-    conf = cfg.ConfigOpts()
-    conf([], project="nova", default_config_files=[], default_config_dirs=[])
-    for group, opts in messaging_opts.list_opts():
-        conf.register_opts(opts, group=group)
-        for opt in opts:
-            if opt.dest in values.get(group, {}):
-                conf.set_override(opt.dest, values[group][opt.dest],
-                                  group=group)
-    return conf
-
-
-class Reader:
-    """The child: consume the pool, send each batch parsed, ack what the
-    parent applied."""
-
-    def __init__(self, channel: wire.Channel) -> None:
-        self.channel = channel
-        self._seq = 0
-        self._applied = 0
-
-    def on_batch(self, messages: list[consumer.Message]
-                 ) -> Callable[[], bool]:
-        events: list[notifications.NodeEvent] = []
-        received = dropped = 0
-        for event_type, payload in messages:
-            try:
-                event = notifications.parse_event(event_type, payload)
-            except notifications.MalformedEvent as exc:
-                dropped += 1
-                LOG.warning("Dropped a malformed Ironic notification: %s",
-                            exc)
-                continue
-            except Exception:
-                dropped += 1
-                LOG.exception("Dropped an Ironic notification")
-                continue
-            received += 1
-            if event is not None:
-                events.append(event)
-        self._seq += 1
-        seq = self._seq
-        self.channel.send(("batch", seq, len(events), received, dropped,
-                           wire.encode_batch(events)))
-        return lambda: self._applied >= seq
-
-    def run(self) -> None:
-        setup = self.channel.receive(None)
-        if setup["nice"]:
-            os.nice(setup["nice"])
-        root = std_logging.getLogger()
-        root.handlers[:] = [_ToParent(self.channel)]
-        root.setLevel(std_logging.DEBUG if setup["debug"]
-                      else std_logging.INFO)
-        transport = oslo_messaging.get_notification_transport(
-            messaging_conf(setup["options"]), url=setup["url"])
-        queue = consumer.QueueConsumer(
-            transport, setup["exchange"], setup["topic"], setup["pool"],
-            self.on_batch)
-        # Connecting blocks while the broker is unreachable: in a thread,
-        # so that this one sees its parent's end at once even then.
-        threading.Thread(target=self._consume, args=(queue,),
-                         name="reader-consume", daemon=True).start()
-        while True:
-            message = self.channel.receive(None)
-            if message[0] == "applied":
-                self._applied = max(self._applied, message[1])
-
-    def _consume(self, queue: consumer.QueueConsumer) -> None:
-        try:
-            queue.start()  # returns once connected
-        except Exception:
-            LOG.exception("The Ironic event reader cannot consume")
-            os._exit(1)
-        self._report(queue)
-
-    def _report(self, queue: consumer.QueueConsumer) -> None:
-        up = None
-        while True:
-            now = queue.connected()
-            if now != up:
-                up = now
-                try:
-                    self.channel.send(("state", up))
-                except OSError:
-                    return  # the parent is gone: the reader ends
-            time.sleep(STATE_POLL)
-
-
-def main(argv: list[str]) -> int:
-    """The reader, on the socket ``--fd N`` its parent passed it."""
-    try:
-        channel = wire.Channel(socket.socket(fileno=int(
-            argv[argv.index("--fd") + 1])))
-    except (ValueError, IndexError, OSError) as exc:
-        print(f"event_reader: error: no parent's socket in {argv} ({exc}); "
-              "a scheduler process starts this, not a person",
-              file=sys.stderr)
-        return 2
-    try:
-        Reader(channel).run()
-    except (wire.ReaderGone, OSError):
-        pass  # the parent closed its end, or died: unacked is redelivered
-    except Exception:
-        LOG.exception("The Ironic event reader failed")
-        os._exit(1)
-    # Not a clean exit: the consumer's threads and connection go with the
-    # process, and the broker sends what was not acked again.
-    os._exit(0)
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -132,7 +132,7 @@ def children(parent: int) -> set[int]:
     return set(memory.children_map().get(parent, ()))
 
 
-#: What a reader process runs (nova_drain_filters/ironic_view/reader.py).
+#: What a reader process runs (nova_drain_filters/ironic_view/reader_child.py).
 READER = "nova_drain_filters.event_reader"
 
 

@@ -180,9 +180,9 @@ class TestOnEvent(ListenerTestCase):
         self.listener.on_event("baremetal.port.create.end",
                                payload(node_uuid=NODE))
         self.assertEqual(4, self.listener.received)
-        self.assertEqual([NODE, OTHER], list(self.listener._pending))
+        self.assertEqual([NODE, OTHER], list(self.listener.queue.waiting))
         self.assertEqual("baremetal.node.maintenance_set.end",
-                         self.listener._pending[NODE].event_type)
+                         self.listener.queue.waiting[NODE].event_type)
 
 
 class TestOnParsed(ListenerTestCase):
@@ -196,10 +196,12 @@ class TestOnParsed(ListenerTestCase):
             len(events_in), received=3, dropped=1)
         self.assertEqual((3, 1), (self.listener.received,
                                   self.listener.dropped))
-        self.assertEqual([OTHER, NODE], list(self.listener._pending))
+        self.assertEqual([OTHER, NODE], list(self.listener.queue.waiting))
         self.assertFalse(applied())
-        self.listener.apply_batch(self.listener._take_batch())
-        self.listener._done = self.listener._queued  # as _apply_loop does
+        taken = self.listener.queue.take(threading.Event(), lambda: 0.0)
+        assert taken is not None
+        self.listener.apply_batch(taken[0])
+        self.listener.queue.done(taken[1])  # as _apply_loop does
         self.assertTrue(applied())
         self.assertIsNone(self.node(OTHER))
 

@@ -37,6 +37,7 @@ from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import reader
+from nova_drain_filters.ironic_view import reader_child
 from nova_drain_filters.ironic_view import wire
 
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
@@ -72,7 +73,7 @@ class SettingsTest(testtools.TestCase):
                           reader.READER_NICE),
                          (setup["pool"], setup["url"], setup["exchange"],
                           setup["topic"], setup["nice"]))
-        conf = reader.messaging_conf(
+        conf = reader_child.messaging_conf(
             pickle.loads(pickle.dumps(setup["options"])))
         rabbit = conf.oslo_messaging_rabbit
         self.assertEqual((17, True, True, "/etc/ssl/rabbit-ca.pem"),
@@ -197,9 +198,9 @@ class ReaderSideTest(testtools.TestCase):
 
     def test_a_batch_is_parsed_and_counted(self) -> None:
         channel = mock.Mock()
-        child = reader.Reader(channel)
+        child = reader_child.Reader(channel)
         data = {"uuid": NODE, "provision_state": "available"}
-        with mock.patch.object(reader.LOG, "warning") as warning:
+        with mock.patch.object(reader_child.LOG, "warning") as warning:
             applied = child.on_batch([
                 ("baremetal.node.power_set.end",
                  {"ironic_object.data": data}),

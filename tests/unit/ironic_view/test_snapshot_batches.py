@@ -279,8 +279,11 @@ class TestListenerBatches(helpers.ViewTestCase):
                         traits=[])
             self.listener.on_event("baremetal.node.provision_set.end",
                                    helpers.payload(**data))
-        self.assertEqual(NODES, len(self.listener._pending))
-        self.listener.apply_batch(self.listener._take_batch())
+        self.assertEqual(NODES, len(self.listener.queue))
+        taken = self.listener.queue.take(threading.Event(), lambda: 0.0)
+        assert taken is not None
+        self.listener.apply_batch(taken[0])
+        self.listener.queue.done(taken[1])  # as _apply_loop does
         self.assertEqual((1, 1), (self.view.patches.batches,
                                   self.view.patches.copies))
         self.assertEqual(NODES, self.listener.applied)
@@ -297,7 +300,7 @@ class TestListenerBatches(helpers.ViewTestCase):
                         "metadata": {}} for i in range(3)])
         endpoint.warn([{"event_type": None, "payload": None}])
         self.assertEqual([uuid(0), uuid(1), uuid(2)],
-                         list(self.listener._pending))
+                         list(self.listener.queue.waiting))
         self.assertEqual((3, 1), (self.listener.received,
                                   self.listener.dropped))
 
@@ -314,8 +317,7 @@ class TestListenerBatches(helpers.ViewTestCase):
                 self.listener._stop.wait(0.01)
         finally:
             self.listener._stop.set()
-            with self.listener._wake:
-                self.listener._wake.notify_all()
+            self.listener.queue.wake_all()
             thread.join(10)
         self.assertEqual(300, self.listener.applied)
         self.assertEqual(1, self.view.patches.batches)
@@ -339,8 +341,7 @@ class TestListenerBatches(helpers.ViewTestCase):
                 self.listener._stop.wait(0.01)
         finally:
             self.listener._stop.set()
-            with self.listener._wake:
-                self.listener._wake.notify_all()
+            self.listener.queue.wake_all()
             thread.join(10)
         self.assertTrue(applied())
         self.assertTrue(later())

@@ -1,0 +1,178 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The event reader process itself (``reader.py`` is its parent's side).
+
+Run as ``python -m nova_drain_filters.event_reader --fd N`` by a scheduler
+process, on the socket pair it passed: it takes its settings from the
+socket, consumes the pool's queue (``consumer.QueueConsumer`` with the
+parent's oslo.messaging options), parses each batch and sends it in
+columns (``wire.encode_batch``), acks a batch once the parent says it is
+applied, sends its log records to the parent's log, and ends when the
+parent's end of the socket closes.
+"""
+import logging as std_logging
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import oslo_messaging
+from oslo_config import cfg
+from oslo_log import log as logging
+from oslo_messaging import opts as messaging_opts
+
+from nova_drain_filters.ironic_view import consumer
+from nova_drain_filters.ironic_view import notifications
+from nova_drain_filters.ironic_view import wire
+
+LOG = logging.getLogger(__name__)
+
+#: How often the reader looks whether its connection went up or down.
+STATE_POLL = 0.25
+
+
+class _ToParent(std_logging.Handler):
+    """Send the reader's log records to the parent's log."""
+
+    def __init__(self, channel: wire.Channel) -> None:
+        super().__init__()
+        self.setFormatter(std_logging.Formatter("%(name)s: %(message)s"))
+        self._channel = channel
+        self._sending = threading.local()
+
+    def emit(self, record: std_logging.LogRecord) -> None:
+        if getattr(self._sending, "busy", False):
+            return  # a record about sending one: dropped, not looped
+        self._sending.busy = True
+        try:
+            self._channel.send(("log", record.levelno, self.format(record)))
+        except Exception:  # the parent is gone: the reader ends soon
+            pass
+        finally:
+            self._sending.busy = False
+
+
+def messaging_conf(values: dict[str | None, dict[str, Any]]) -> Any:
+    """A configuration holding the parent's oslo.messaging options."""
+    conf = cfg.ConfigOpts()
+    conf([], project="nova", default_config_files=[], default_config_dirs=[])
+    for group, opts in messaging_opts.list_opts():
+        conf.register_opts(opts, group=group)
+        for opt in opts:
+            if opt.dest in values.get(group, {}):
+                conf.set_override(opt.dest, values[group][opt.dest],
+                                  group=group)
+    return conf
+
+
+class Reader:
+    """The child: consume the pool, send each batch parsed, ack what the
+    parent applied."""
+
+    def __init__(self, channel: wire.Channel) -> None:
+        self.channel = channel
+        self._seq = 0
+        self._applied = 0
+
+    def on_batch(self, messages: list[consumer.Message]
+                 ) -> Callable[[], bool]:
+        events: list[notifications.NodeEvent] = []
+        received = dropped = 0
+        for event_type, payload in messages:
+            try:
+                event = notifications.parse_event(event_type, payload)
+            except notifications.MalformedEvent as exc:
+                dropped += 1
+                LOG.warning("Dropped a malformed Ironic notification: %s",
+                            exc)
+                continue
+            except Exception:
+                dropped += 1
+                LOG.exception("Dropped an Ironic notification")
+                continue
+            received += 1
+            if event is not None:
+                events.append(event)
+        self._seq += 1
+        seq = self._seq
+        self.channel.send(("batch", seq, len(events), received, dropped,
+                           wire.encode_batch(events)))
+        return lambda: self._applied >= seq
+
+    def run(self) -> None:
+        setup = self.channel.receive(None)
+        if setup["nice"]:
+            os.nice(setup["nice"])
+        root = std_logging.getLogger()
+        root.handlers[:] = [_ToParent(self.channel)]
+        root.setLevel(std_logging.DEBUG if setup["debug"]
+                      else std_logging.INFO)
+        transport = oslo_messaging.get_notification_transport(
+            messaging_conf(setup["options"]), url=setup["url"])
+        queue = consumer.QueueConsumer(
+            transport, setup["exchange"], setup["topic"], setup["pool"],
+            self.on_batch)
+        # Connecting blocks while the broker is unreachable: in a thread,
+        # so that this one sees its parent's end at once even then.
+        threading.Thread(target=self._consume, args=(queue,),
+                         name="reader-consume", daemon=True).start()
+        while True:
+            message = self.channel.receive(None)
+            if message[0] == "applied":
+                self._applied = max(self._applied, message[1])
+
+    def _consume(self, queue: consumer.QueueConsumer) -> None:
+        try:
+            queue.start()  # returns once connected
+        except Exception:
+            LOG.exception("The Ironic event reader cannot consume")
+            os._exit(1)
+        self._report(queue)
+
+    def _report(self, queue: consumer.QueueConsumer) -> None:
+        up = None
+        while True:
+            now = queue.connected()
+            if now != up:
+                up = now
+                try:
+                    self.channel.send(("state", up))
+                except OSError:
+                    return  # the parent is gone: the reader ends
+            time.sleep(STATE_POLL)
+
+
+def main(argv: list[str]) -> int:
+    """The reader, on the socket ``--fd N`` its parent passed it."""
+    try:
+        channel = wire.Channel(socket.socket(fileno=int(
+            argv[argv.index("--fd") + 1])))
+    except (ValueError, IndexError, OSError) as exc:
+        print(f"event_reader: error: no parent's socket in {argv} ({exc}); "
+              "a scheduler process starts this, not a person",
+              file=sys.stderr)
+        return 2
+    try:
+        Reader(channel).run()
+    except (wire.ReaderGone, OSError):
+        pass  # the parent closed its end, or died: unacked is redelivered
+    except Exception:
+        LOG.exception("The Ironic event reader failed")
+        os._exit(1)
+    # Not a clean exit: the consumer's threads and connection go with the
+    # process, and the broker sends what was not acked again.
+    os._exit(0)
+
