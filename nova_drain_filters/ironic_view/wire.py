@@ -100,8 +100,9 @@ def decode_batch(columns: Columns) -> dict[str, notifications.Pending]:
     ``__dict__`` of their own (one more object per node for every full
     collection to walk), and nodes with the same traits share one set.
     """
-    uuids, kinds, rereads, fields, table = columns
+    uuids, kinds, rereads, columns_in, table = columns
     sets = [decisions.shared_traits(frozenset(found)) for found in table]
+    fields = list(columns_in)  # the caller's columns stay as they came
     fields[_TRAITS] = [sets[index] for index in fields[_TRAITS]]
     with_facts = [uuid for uuid, kind in zip(uuids, kinds, strict=True)
                   if kind == FACTS]

@@ -67,6 +67,9 @@ class ColumnsTest(testtools.TestCase):
         self.assertIsNone(back[OTHER])
         self.assertEqual(reread, back[reread.node_uuid])
         self.assertEqual({}, through([]))
+        columns = wire.encode_batch([full])
+        self.assertEqual(wire.decode_batch(columns),
+                         wire.decode_batch(columns))  # left as it came
 
     def test_a_nodes_latest_event_wins(self) -> None:
         back = through([node_event(provision_state="cleaning"),
