@@ -15,10 +15,10 @@
 A scheduler process starts one (``ironic_view/reader.py``, which says
 what it does; its code is ``ironic_view/reader_child.py``). This is only
 its entry, so that ``ps`` names it and so that what must come before the
-imports does. Ctrl-C in a terminal
-reaches the whole process group, and the reader must end with its
-parent, not on its own with a traceback. Eventlet's deprecation warning
-would land in the scheduler's stderr each time a reader starts.
+imports does. Ctrl-C in a terminal reaches the whole process group, and
+the reader must end with its parent, not on its own with a traceback.
+Eventlet's deprecation warning would land in the scheduler's stderr each
+time a reader starts.
 """
 import signal
 import sys

@@ -325,8 +325,7 @@ class EventListener:
         count = 0
         for event_type, payload in messages:
             event = self._parse(event_type, payload)
-            if event is not None:
-                latest.pop(event.node_uuid, None)
+            if event is not None:  # a node's later event replaces it
                 latest[event.node_uuid] = notifications.pending(event)
                 count += 1
         return self.queue.applied(self.queue.put(latest, count))
