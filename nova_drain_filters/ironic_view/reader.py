@@ -111,6 +111,7 @@ def settings(pool: str) -> dict[str, Any]:
             "topic": group.baremetal_notifications_topic,
             "debug": LOG.isEnabledFor(std_logging.DEBUG),
             "nice": READER_NICE,
+            "wire": wire.VERSION,
             "options": values}
 
 

@@ -120,6 +120,15 @@ class Reader:
         root.handlers[:] = [_ToParent(self.channel)]
         root.setLevel(std_logging.DEBUG if setup["debug"]
                       else std_logging.INFO)
+        if setup.get("wire") != wire.VERSION:
+            # A parent that loaded another nova-drain-filters than the one
+            # installed now (an upgrade under a running scheduler; before
+            # version 2 it sent none). Its log still reads ours.
+            raise wire.VersionMismatch(
+                f"this scheduler process loaded a nova-drain-filters whose "
+                f"event wire is version {setup.get('wire', 1)}, and the "
+                f"installed one's is {wire.VERSION}: restart nova-scheduler "
+                "so that both are the same")
         transport = oslo_messaging.get_notification_transport(
             messaging_conf(setup["options"]), url=setup["url"])
         queue = consumer.QueueConsumer(
@@ -169,6 +178,9 @@ def main(argv: list[str]) -> int:
         Reader(channel).run()
     except (wire.ReaderGone, OSError):
         pass  # the parent closed its end, or died: unacked is redelivered
+    except wire.VersionMismatch as exc:
+        LOG.error("%s", exc)
+        os._exit(3)
     except Exception:
         LOG.exception("The Ironic event reader failed")
         os._exit(1)

@@ -56,6 +56,11 @@ _FACT_FIELDS = tuple(f.name for f in dataclasses.fields(
     decisions.IronicNodeFacts))[1:]
 _TRAITS = _FACT_FIELDS.index("traits")
 
+#: The batch format's version. The reader is started from the installed
+#: package, the parent runs what it loaded: after an upgrade under a
+#: running scheduler the two may differ, and a reader must not misread.
+VERSION = 2
+
 #: An event's kind on the wire.
 FACTS, DELETED, REREAD = 0, 1, 2
 
@@ -66,6 +71,10 @@ Columns = tuple[list[str], bytes, dict[int, str], list[list[Any]],
 
 class ReaderGone(EOFError):
     """The other end of the socket closed."""
+
+
+class VersionMismatch(RuntimeError):
+    """The parent speaks another version of the wire."""
 
 
 def encode_batch(events: list[notifications.NodeEvent]) -> Columns:

@@ -264,6 +264,35 @@ class LifeTest(testtools.TestCase):
         self.assertEqual(1, len(lines), done.stderr)
         self.assertIn("a scheduler process starts this", lines[0])
 
+    def test_a_parent_on_another_wire_gets_one_error_and_an_exit(
+            self) -> None:
+        # After an upgrade under a running scheduler, the parent runs the
+        # code it loaded and starts the reader from what is installed.
+        parent, child = socket.socketpair()
+        self.addCleanup(parent.close)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", reader.ENTRY, "--fd", str(child.fileno())],
+            pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True)
+        self.addCleanup(proc.wait, 60)
+        child.close()
+        setup = reader.settings("pool")
+        self.assertEqual(wire.VERSION, setup.pop("wire"))  # as before 2
+        channel = wire.Channel(parent)
+        channel.send(setup)
+        got = []
+        while True:
+            try:
+                got.append(channel.receive(60))
+            except wire.ReaderGone:
+                break
+        self.assertEqual(3, proc.wait(60))
+        assert proc.stderr is not None
+        self.assertEqual("", proc.stderr.read())
+        self.assertEqual([40], [m[1] for m in got if m[0] == "log"])
+        self.assertIn("event wire is version 1, and the installed one's is "
+                      f"{wire.VERSION}: restart nova-scheduler", got[-1][2])
+
     def test_a_reader_that_keeps_dying_is_started_less_and_less_often(
             self) -> None:
         # The first reader connects and dies; those after it die before
