@@ -236,6 +236,14 @@ class ReaderProcess:
                 self._serve()
             except wire.ReaderGone:
                 pass
+            except wire.VersionMismatch as exc:
+                # Not again: the installed reader will not change by itself.
+                LOG.error("Ironic event reader (pid %(pid)s): %(error)s",
+                          {"pid": self.pid, "error": exc})
+                self._up = False
+                self.stop()
+                self._reap()
+                return
             except Exception:  # the thread must outlive any surprise
                 LOG.exception("Ironic event reader: the parent's side "
                               "failed; starting a new reader")
@@ -288,6 +296,12 @@ class ReaderProcess:
               in_flight: list[tuple[int, Callable[[], bool]]]) -> None:
         kind = message[0]
         if kind == "batch":
+            if len(message) != 6:  # a reader of wire 1, installed since
+                raise wire.VersionMismatch(
+                    f"the installed reader sends batches of {len(message)} "
+                    "fields, this scheduler process reads 6: restart "
+                    "nova-scheduler so that both are the same; until then "
+                    "it lists Ironic")
             _, seq, events, received, dropped, columns = message
             self.batches += 1
             applied = self._on_parsed(wire.decode_batch(columns), events,

@@ -293,6 +293,35 @@ class LifeTest(testtools.TestCase):
         self.assertIn("event wire is version 1, and the installed one's is "
                       f"{wire.VERSION}: restart nova-scheduler", got[-1][2])
 
+    def test_an_older_reader_is_stopped_with_one_error(self) -> None:
+        # A package rolled back under a running scheduler: the reader
+        # installed sends wire 1's batches, (batch, seq, received,
+        # dropped, events); it is neither misread nor started again.
+        script = (
+            "import pickle, socket, struct, sys, time\n"
+            "s = socket.socket(fileno=int(sys.argv[-1]))\n"
+            "for m in (('state', True), ('batch', 1, 1, 0, "
+            "[('u', 't', False, None)])):\n"
+            "    data = pickle.dumps(m)\n"
+            "    s.sendall(struct.pack('>I', len(data)) + data)\n"
+            "while s.recv(4096):\n"
+            "    pass\n")
+        got: list[Any] = []
+        proc = reader.ReaderProcess(
+            "pool", lambda *batch: got.append(batch) or (lambda: True),
+            argv=[sys.executable, "-c", script])
+        with mock.patch.object(reader.LOG, "error") as error:
+            proc.start()
+            assert proc._thread is not None
+            proc._thread.join(20)
+        self.addCleanup(proc.wait)
+        self.assertFalse(proc._thread.is_alive())
+        self.assertEqual((1, []), (proc.starts, got))
+        self.assertFalse(proc.connected())
+        error.assert_called_once()
+        self.assertIn("batches of 5 fields, this scheduler process reads 6",
+                      str(error.call_args[0][1]["error"]))
+
     def test_a_reader_that_keeps_dying_is_started_less_and_less_often(
             self) -> None:
         # The first reader connects and dies; those after it die before
