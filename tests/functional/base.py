@@ -40,8 +40,11 @@ NOVA_FILTERS = [
 IMAGE_B = "a2459075-d96c-40d5-893e-577ff92e721c"
 
 #: oslo.db's error when greenthreads of Nova's in-process harness share one
-#: RequestContext's transaction (tests/functional/__init__.py). A build it
-#: hits ends in ERROR with no allocation: the harness, not the scenario.
+#: RequestContext's transaction. Its cause, oslo.db imported before eventlet
+#: patched (on Nova 32 every time), is fixed in tests/functional/__init__.py
+#: and checked by test_concurrency_mode; boots still guard against it, since
+#: a build it hits ends in ERROR with no allocation: the harness, not the
+#: scenario.
 HARNESS_RACE = "Can't upgrade a READER transaction to a WRITER"
 #: Builds tried before a boot that keeps meeting HARNESS_RACE fails.
 BOOT_ATTEMPTS = 3

@@ -82,3 +82,28 @@ class ConcurrencyModeTest(testtools.TestCase):
         self.assertEqual(
             nova33_threads,
             nova_fixtures.Database is nova33_harness.Database)
+
+    def test_request_state_is_per_greenthread_under_eventlet(self) -> None:
+        # oslo.db keeps a RequestContext's open transaction in a thread-local
+        # made when enginefacade is imported (_TransactionContextTLocal), and
+        # oslo.context its current context in one (_request_store). Imported
+        # before eventlet patches, both stay native: every greenthread of
+        # the harness shares them, and two using one context fail with
+        # "Can't upgrade a READER transaction to a WRITER" (Nova 32, where
+        # only nova/test.py patches; tests/functional/__init__.py).
+        from oslo_context import context as oslo_context
+        from oslo_db.sqlalchemy import enginefacade
+
+        patcher = sys.modules.get("eventlet.patcher")
+        if native_requested() or patcher is None:
+            green: tuple[type, ...] = ()
+        else:
+            from eventlet import corolocal
+            green = (corolocal.local,)
+        for what, local in (
+                ("oslo.db's transaction state",
+                 enginefacade._TransactionContextTLocal),
+                ("oslo.context's request store",
+                 type(oslo_context._request_store))):
+            self.assertEqual(
+                bool(green), issubclass(local, green), f"{what}: {local.__mro__}")
