@@ -296,10 +296,11 @@ class ReaderProcess:
               in_flight: list[tuple[int, Callable[[], bool]]]) -> None:
         kind = message[0]
         if kind == "batch":
-            if len(message) != 6:  # a reader of wire 1, installed since
+            if len(message) != wire.BATCH_FIELDS:  # an older reader
                 raise wire.VersionMismatch(
                     f"the installed reader sends batches of {len(message)} "
-                    "fields, this scheduler process reads 6: restart "
+                    f"fields, this scheduler process reads "
+                    f"{wire.BATCH_FIELDS}: restart "
                     "nova-scheduler so that both are the same; until then "
                     "it lists Ironic")
             _, seq, events, received, dropped, columns = message

@@ -60,6 +60,9 @@ _TRAITS = _FACT_FIELDS.index("traits")
 #: package, the parent runs what it loaded: after an upgrade under a
 #: running scheduler the two may differ, and a reader must not misread.
 VERSION = 2
+#: The fields of a batch message in this version: ``("batch", seq,
+#: events, received, dropped, columns)``. Version 1 sent five.
+BATCH_FIELDS = 6
 
 #: An event's kind on the wire.
 FACTS, DELETED, REREAD = 0, 1, 2
