@@ -227,3 +227,51 @@ class TestReadAhead(testtools.TestCase):
         consumer.read_ahead(other)
         consumer.read_ahead(None)
         self.assertEqual({}, vars(other))
+
+    def test_py_amqp_holds_a_small_piece_of_a_large_read(self) -> None:
+        # py-amqp copies its whole buffer at each read (``rbuf[n:]``);
+        # one large read must not all land there.
+        tcp, theirs, reads = self.transport()
+        body = b"x" * 500
+        frame = struct.pack(">BHI", 3, 1, len(body)) + body + b"\xce"
+        count = 6 * consumer.HAND_OVER // len(frame)
+        theirs.sendall(frame * count)
+        consumer.read_ahead(tcp)
+        held = []
+        for _ in range(count):
+            self.assertEqual((3, 1, body), tuple(tcp.read_frame()))
+            held.append(len(tcp._read_buffer))
+        self.assertEqual([consumer.READ_AHEAD], reads)
+        self.assertLessEqual(max(held), consumer.HAND_OVER)
+
+    def test_a_frame_larger_than_a_piece_comes_whole(self) -> None:
+        tcp, theirs, reads = self.transport()
+        body = bytes(range(256)) * (3 * consumer.HAND_OVER // 256)
+        theirs.sendall(struct.pack(">BHI", 3, 1, len(body)) + body
+                       + b"\xce" + self.frames(1))
+        consumer.read_ahead(tcp)
+        self.assertEqual((3, 1, body), tuple(tcp.read_frame()))
+        self.assertEqual((3, 1, b"body0"), tuple(tcp.read_frame()))
+
+    def test_a_frame_cut_by_a_timeout_is_read_whole_later(self) -> None:
+        # py-amqp puts a cut frame back in its buffer on a timeout
+        # (``read_frame``); nothing of it may be lost or read twice.
+        tcp, theirs, reads = self.transport()
+        consumer.read_ahead(tcp)
+        data = self.frames(3)
+        theirs.sendall(data[:len(data) - 8])
+        self.assertEqual((3, 1, b"body0"), tuple(tcp.read_frame()))
+        self.assertEqual((3, 1, b"body1"), tuple(tcp.read_frame()))
+        with tcp.having_timeout(0.05):
+            self.assertRaises(socket.timeout, tcp.read_frame)
+        theirs.sendall(data[len(data) - 8:])
+        self.assertEqual((3, 1, b"body2"), tuple(tcp.read_frame()))
+
+    def test_the_end_of_the_stream_is_an_error_as_before(self) -> None:
+        tcp, theirs, reads = self.transport()
+        consumer.read_ahead(tcp)
+        theirs.sendall(self.frames(1))
+        theirs.close()
+        self.assertEqual((3, 1, b"body0"), tuple(tcp.read_frame()))
+        self.assertRaisesRegex(OSError, "unexpectedly closed",
+                               tcp.read_frame)
