@@ -42,7 +42,9 @@ It depends on impl_rabbit's ``Connection`` and ``Consumer``
 falls back to oslo.messaging's listener when it is not.
 """
 import collections
+import datetime
 import json
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -73,6 +75,11 @@ READ_AHEAD = 256 * 1024
 #: (``read_ahead``): its buffer is copied whole at each of a message's
 #: nine reads, so it must stay small.
 HAND_OVER = 8 * 1024
+#: A batch whose oldest message was sent longer ago than this is late:
+#: the filters decide on node states that old (``LagWatch``).
+LAG_WARNING = 30.0
+#: At most one warning about late events in this many seconds.
+LAG_WARNING_EVERY = 60.0
 #: The priorities ``listening.Endpoint`` answers, so the bindings that
 #: oslo.messaging's listener makes for it (notify/dispatcher.py
 #: ``supported_priorities``, amqpdriver.py ``listen_for_notifications``).
@@ -133,8 +140,8 @@ def supports(transport: Any) -> bool:
                       impl_rabbit.RabbitDriver)
 
 
-def decode(body: bytes | str) -> Message:
-    """The event type and payload of one message body; one decode each.
+def notification(body: bytes | str) -> dict[str, Any]:
+    """The notification in one message body; one decode of each layer.
 
     The body is oslo.messaging's envelope, ``{"oslo.version": ...,
     "oslo.message": "<json>"}``, or a bare message
@@ -145,7 +152,82 @@ def decode(body: bytes | str) -> Message:
         outer = json.loads(outer["oslo.message"])
     if not isinstance(outer, dict):
         raise ValueError(f"a message of type {type(outer).__name__}")
-    return outer.get("event_type"), outer.get("payload")
+    return outer
+
+
+def decode(body: bytes | str) -> Message:
+    """The event type and payload of one message body (``notification``).
+    Raises ValueError."""
+    message = notification(body)
+    return message.get("event_type"), message.get("payload")
+
+
+def sent_at(message: dict[str, Any]) -> float | None:
+    """When a notification was sent, in seconds since the epoch.
+
+    oslo.messaging's notifier stamps it with the sender's clock in UTC,
+    without a zone (notify/notifier.py ``Notifier._notify``:
+    ``str(timeutils.utcnow())``). None without a readable stamp.
+    """
+    stamp = message.get("timestamp")
+    if not isinstance(stamp, str):
+        return None
+    try:
+        at = datetime.datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=datetime.timezone.utc)
+    return at.timestamp()
+
+
+class LagWatch:
+    """Says in the log when Ironic's events reach us late, and when not.
+
+    A listener that is connected keeps the view trusted however far
+    behind its queue it reads: on a host whose CPUs are all busy the
+    reader, at a lower priority than the scheduler, may read minutes
+    late, and events wait in the broker meanwhile. The filters then
+    decide on old states without saying so. This says so: a warning when
+    a batch's oldest message was sent more than ``LAG_WARNING`` seconds
+    before it was read (at most one every ``LAG_WARNING_EVERY`` seconds,
+    with the worst lag since the last), and once more when events are on
+    time again. A clock of Ironic's conductors ahead of this host's
+    reads as lag; one behind hides it.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._monotonic = monotonic
+        self._warned = -math.inf
+        self._worst = 0.0
+        self.late = False
+
+    def observe(self, sent: float | None) -> None:
+        """One batch read now whose oldest message was ``sent``."""
+        if sent is None:
+            return
+        lag = self._clock() - sent
+        if lag <= LAG_WARNING:
+            if self.late:
+                self.late = False
+                LOG.info("Ironic's notifications are on time again "
+                         "(read %.1f s after they were sent)", lag)
+            return
+        self.late = True
+        self._worst = max(self._worst, lag)
+        now = self._monotonic()
+        if now - self._warned < LAG_WARNING_EVERY:
+            return
+        LOG.warning("Ironic's notifications are read %(lag).0f s after "
+                    "they were sent (the worst since the last warning): "
+                    "the drain filters decide on node states that old. "
+                    "Are this host's CPUs all busy, or the broker slow? "
+                    "Or are the clocks of Ironic's conductors ahead of "
+                    "this host's?", {"lag": self._worst})
+        self._warned = now
+        self._worst = 0.0
 
 
 class _RawConsumer(impl_rabbit.Consumer):
@@ -186,6 +268,7 @@ class QueueConsumer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.batches = self.acks = self.undecodable = 0
+        self.lag = LagWatch()
 
     # the server's life cycle ------------------------------------------------
 
@@ -337,7 +420,8 @@ class QueueConsumer:
 
     def _hand_over(self, messages: list[Any]) -> None:
         """Decode the batch and queue it for its apply."""
-        batch = []
+        batch: list[Message] = []
+        oldest: float | None = None
         for message in messages:
             try:
                 body = message.body
@@ -345,12 +429,17 @@ class QueueConsumer:
                 compression = (message.headers or {}).get("compression")
                 if compression:
                     body = kombu.compression.decompress(body, compression)
-                batch.append(decode(body))
+                decoded = notification(body)
+                batch.append((decoded.get("event_type"),
+                              decoded.get("payload")))
+                if oldest is None:
+                    oldest = sent_at(decoded)
             except Exception as exc:
                 self.undecodable += 1
                 LOG.warning("Dropped an undecodable Ironic notification: "
                             "%.200s", exc)
         self.batches += 1
+        self.lag.observe(oldest)
         applied = self._on_batch(batch)
         self._in_flight.append((applied, messages[-1], len(messages)))
         self._unacked += len(messages)

@@ -18,7 +18,9 @@ two share one queue across an upgrade; and it must ack a batch only once
 it is applied, so that a batch whose apply never finished is delivered
 again. One broker serves the class.
 """
+import datetime
 import json
+import logging
 import os
 import signal
 import socket
@@ -46,11 +48,14 @@ from tests.functional.services import rabbitmq_server
 TOPIC = "ironic_versioned_notifications"
 
 
-def node_message(node: str) -> dict[str, Any]:
-    """What Ironic's ``messagingv2`` notifier sends for one node event."""
+def node_message(node: str, ago: float = 0.0) -> dict[str, Any]:
+    """What Ironic's ``messagingv2`` notifier sends for one node event,
+    sent ``ago`` seconds ago (its stamp: ``str(timeutils.utcnow())``)."""
+    sent = datetime.datetime.now(datetime.timezone.utc).replace(
+        tzinfo=None) - datetime.timedelta(seconds=ago)
     inner = {"message_id": str(uuid.uuid4()), "publisher_id": "test",
              "event_type": "baremetal.node.power_set.end",
-             "priority": "INFO", "timestamp": "2026-12-01 00:00:00",
+             "priority": "INFO", "timestamp": str(sent),
              "payload": {"ironic_object.data": {"uuid": node}}}
     return {"oslo.version": "2.0", "oslo.message": json.dumps(inner)}
 
@@ -455,6 +460,27 @@ class ReaderProcessTest(BrokerTestBase):
             "Dropped a malformed Ironic notification" in logged.output))
         self.assertIn("Ironic event reader", logged.output)
         self.assertEqual([], self.got)
+
+    def test_late_events_are_said_in_the_parents_log(self) -> None:
+        # What an operator sees when the reader reads late (a saturated
+        # host, a slow broker): one warning, then one line once on time.
+        logged = self.useFixture(fixtures.FakeLogger(
+            name="nova_drain_filters.ironic_view.reader",
+            level=logging.INFO))
+        self.reader()
+        late, on_time = str(uuid.uuid4()), str(uuid.uuid4())
+        self.publish_messages([node_message(late, ago=600)])
+        self.wait_for("the late event", lambda: len(self.got) == 1)
+        self.wait_for("the warning", lambda: (
+            "Ironic's notifications are read 600 s after" in logged.output))
+        self.assertNotIn("on time again", logged.output)
+        self.publish_messages([node_message(on_time)])
+        self.wait_for("the event on time", lambda: len(self.got) == 2)
+        self.wait_for("the all clear", lambda: (
+            "Ironic's notifications are on time again" in logged.output))
+        self.assertEqual(1, logged.output.count("are read"))
+        self.assertEqual([late, on_time],
+                         [event.node_uuid for event in self.got])
 
     def test_the_parents_rabbit_options_reach_the_reader(self) -> None:
         # As the quorum test above, but the options are this process's

@@ -15,6 +15,8 @@
 The broker itself (declares, redelivery, one ack per batch) is in
 tests/functional/test_event_consumer.py.
 """
+import json
+import logging
 import socket
 import struct
 import types
@@ -179,6 +181,90 @@ class TestAcks(testtools.TestCase):
         self.assertRaises(RuntimeError, self.hand_over, 2)
         self.queue._ack_applied()
         self.assertEqual(([], 0), (self.channel.acks, self.queue._unacked))
+
+
+class TestSentAt(testtools.TestCase):
+    def test_oslo_messagings_stamp_is_utc(self) -> None:
+        # str(timeutils.utcnow()), with and without microseconds.
+        self.assertEqual(1796428800.25, consumer.sent_at(
+            {"timestamp": "2026-12-05 00:00:00.250000"}))
+        self.assertEqual(1796428800.0, consumer.sent_at(
+            {"timestamp": "2026-12-05 00:00:00"}))
+        self.assertEqual(1796428800.0, consumer.sent_at(
+            {"timestamp": "2026-12-05T01:00:00+01:00"}))
+
+    def test_no_stamp_or_a_bad_one_is_none(self) -> None:
+        for message in ({}, {"timestamp": None}, {"timestamp": 5},
+                        {"timestamp": "yesterday"}):
+            self.assertIsNone(consumer.sent_at(message))
+
+    def test_the_stamp_inside_the_envelope(self) -> None:
+        inner = {"event_type": "e", "payload": {},
+                 "timestamp": "2026-12-05 00:00:00"}
+        body = json.dumps({"oslo.version": "2.0",
+                           "oslo.message": json.dumps(inner)})
+        self.assertEqual(1796428800.0,
+                         consumer.sent_at(consumer.notification(body)))
+
+
+class TestLagWatch(testtools.TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.now = 1000.0
+        self.logged = self.useFixture(fixtures.FakeLogger(
+            name=consumer.__name__, level=logging.INFO))
+        self.watch = consumer.LagWatch(clock=lambda: self.now,
+                                       monotonic=lambda: self.now)
+
+    def read(self, lag: float | None, after: float = 1.0) -> None:
+        self.now += after
+        self.watch.observe(None if lag is None else self.now - lag)
+
+    def lines(self) -> list[str]:
+        return self.logged.output.splitlines()
+
+    def test_events_on_time_say_nothing(self) -> None:
+        for lag in (0.1, consumer.LAG_WARNING, -5.0, None):
+            self.read(lag)
+        self.assertEqual(([], False), (self.lines(), self.watch.late))
+
+    def test_late_events_warn_once_a_period_with_the_worst(self) -> None:
+        self.read(consumer.LAG_WARNING + 1)
+        self.assertEqual(1, len(self.lines()))
+        self.assertIn("read 31 s after they were sent", self.lines()[0])
+        self.read(300.0)
+        self.read(90.0)  # still within the period: counted, not logged
+        self.assertEqual(1, len(self.lines()))
+        self.read(45.0, after=consumer.LAG_WARNING_EVERY)
+        self.assertEqual(2, len(self.lines()))
+        self.assertIn("read 300 s after", self.lines()[1])
+        self.assertTrue(self.watch.late)
+
+    def test_on_time_again_is_said_once(self) -> None:
+        self.read(120.0)
+        self.read(2.0)
+        self.read(1.0)
+        self.assertEqual(2, len(self.lines()))
+        self.assertIn("on time again (read 2.0 s", self.lines()[1])
+        self.assertFalse(self.watch.late)
+
+    def test_a_consumer_watches_each_batchs_first_stamp(self) -> None:
+        queue = consumer.QueueConsumer(
+            mock.sentinel.transport, "ironic", "topic", "pool",
+            lambda batch: lambda: False)
+        seen: list[float | None] = []
+        queue.lag = types.SimpleNamespace(observe=seen.append)
+
+        def message(stamp: str | None) -> Any:
+            inner: dict[str, Any] = {"event_type": "e", "payload": {}}
+            if stamp:
+                inner["timestamp"] = stamp
+            return types.SimpleNamespace(body=json.dumps(inner).encode(),
+                                         headers={})
+        queue._hand_over([message(None), message("2026-12-05 00:00:00"),
+                          message("2026-12-05 00:00:09")])
+        queue._hand_over([message(None)])
+        self.assertEqual([1796428800.0, None], seen)
 
 
 class TestReadAhead(testtools.TestCase):
