@@ -18,10 +18,10 @@ a newer microversion (checked once, before its first request) that only
 ``drain host migrate`` needs; the other drain commands keep working at 2.59.
 """
 import dataclasses
-import datetime
 from typing import Any
 from urllib import parse
 
+from nova_drain_filters import stamps
 from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import http
 
@@ -77,19 +77,6 @@ def _state(body: dict[str, Any]) -> ServerState:
         node=body.get("OS-EXT-SRV-ATTR:hypervisor_hostname"))
 
 
-def _stamp(text: Any) -> float | None:
-    """An ISO 8601 stamp of Nova's as epoch seconds; naive means UTC."""
-    if not isinstance(text, str):
-        return None
-    try:
-        when = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.timezone.utc)
-    return when.timestamp()
-
-
 def _record(body: dict[str, Any]) -> MigrationRecord:
     return MigrationRecord(
         id=int(body["id"]), uuid=str(body.get("uuid")),
@@ -97,8 +84,8 @@ def _record(body: dict[str, Any]) -> MigrationRecord:
         migration_type=body.get("migration_type", ""),
         source_compute=body.get("source_compute"),
         dest_compute=body.get("dest_compute"),
-        created_at=_stamp(body.get("created_at")),
-        updated_at=_stamp(body.get("updated_at")))
+        created_at=stamps.epoch(body.get("created_at")),
+        updated_at=stamps.epoch(body.get("updated_at")))
 
 
 class MoveClient(compute.ComputeClient):

@@ -42,7 +42,6 @@ It depends on impl_rabbit's ``Connection`` and ``Consumer``
 falls back to oslo.messaging's listener when it is not.
 """
 import collections
-import datetime
 import json
 import math
 import threading
@@ -54,6 +53,8 @@ import kombu.compression
 from oslo_log import log as logging
 from oslo_messaging._drivers import common as rpc_common
 from oslo_messaging._drivers import impl_rabbit
+
+from nova_drain_filters import stamps
 
 LOG = logging.getLogger(__name__)
 
@@ -169,16 +170,7 @@ def sent_at(message: dict[str, Any]) -> float | None:
     without a zone (notify/notifier.py ``Notifier._notify``:
     ``str(timeutils.utcnow())``). None without a readable stamp.
     """
-    stamp = message.get("timestamp")
-    if not isinstance(stamp, str):
-        return None
-    try:
-        at = datetime.datetime.fromisoformat(stamp)
-    except ValueError:
-        return None
-    if at.tzinfo is None:
-        at = at.replace(tzinfo=datetime.timezone.utc)
-    return at.timestamp()
+    return stamps.epoch(message.get("timestamp"))
 
 
 class LagWatch:
