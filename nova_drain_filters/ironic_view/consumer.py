@@ -156,11 +156,15 @@ def notification(body: bytes | str) -> dict[str, Any]:
     return outer
 
 
+def event(message: dict[str, Any]) -> Message:
+    """The event type and payload of one notification."""
+    return message.get("event_type"), message.get("payload")
+
+
 def decode(body: bytes | str) -> Message:
     """The event type and payload of one message body (``notification``).
     Raises ValueError."""
-    message = notification(body)
-    return message.get("event_type"), message.get("payload")
+    return event(notification(body))
 
 
 def sent_at(message: dict[str, Any]) -> float | None:
@@ -422,8 +426,7 @@ class QueueConsumer:
                 if compression:
                     body = kombu.compression.decompress(body, compression)
                 decoded = notification(body)
-                batch.append((decoded.get("event_type"),
-                              decoded.get("payload")))
+                batch.append(event(decoded))
                 if oldest is None:
                     oldest = sent_at(decoded)
             except Exception as exc:
