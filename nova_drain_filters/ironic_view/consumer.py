@@ -199,10 +199,19 @@ class LagWatch:
         self._warned = -math.inf
         self._worst = 0.0
         self.late = False
+        self._blind = False
 
     def observe(self, sent: float | None) -> None:
-        """One batch read now whose oldest message was ``sent``."""
+        """One batch read now whose oldest message was ``sent`` (None: no
+        message of the batch had a readable stamp)."""
         if sent is None:
+            if not self._blind:
+                # Not silently off: an operator learns once that this
+                # watch cannot work with these messages.
+                self._blind = True
+                LOG.warning("Ironic's notifications carry no readable "
+                            "timestamp; this scheduler cannot tell whether "
+                            "it reads them late")
             return
         lag = self._clock() - sent
         if lag <= LAG_WARNING:

@@ -215,9 +215,17 @@ class TestLagWatch(testtools.TestCase):
         return self.logged.output.splitlines()
 
     def test_events_on_time_say_nothing(self) -> None:
-        for lag in (0.1, consumer.LAG_WARNING, -5.0, None):
+        for lag in (0.1, consumer.LAG_WARNING, -5.0):
             self.read(lag)
         self.assertEqual(([], False), (self.lines(), self.watch.late))
+
+    def test_no_stamp_is_said_once_not_taken_as_on_time(self) -> None:
+        self.read(None)
+        self.read(None)
+        self.assertEqual(1, len(self.lines()))
+        self.assertIn("no readable timestamp", self.lines()[0])
+        self.read(120.0)  # a stamped batch later is still watched
+        self.assertIn("read 120 s after", self.lines()[1])
 
     def test_late_events_warn_once_a_period_with_the_worst(self) -> None:
         self.read(consumer.LAG_WARNING + 1)
