@@ -21,6 +21,7 @@ event and costs Ironic no request. An event without them (an older Ironic,
 an allocation event) is a reason to re-read the node instead.
 """
 import dataclasses
+import re
 from typing import Any
 
 from oslo_utils import uuidutils
@@ -41,6 +42,12 @@ DELETE_END = "baremetal.node.delete.end"
 #: may be the only event of a transition, so it is read.
 ANNOUNCED = frozenset({"update", "maintenance_set", "create", "delete",
                        "power_set", "console_set"})
+#: The form Ironic sends (oslo.versionedobjects' UUIDField, str(uuid)):
+#: one match, 0.2 µs, where ``uuidutils.is_uuid_like`` builds a UUID,
+#: 2 µs. Anything else still goes to ``is_uuid_like``.
+CANONICAL_UUID = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+VIEW_FIELDS = frozenset(ironic.NODE_FIELDS)
 
 
 class MalformedEvent(ValueError):
@@ -99,7 +106,8 @@ def parse_event(event_type: Any, payload: Any) -> NodeEvent | None:
     uuid = data.get(key)
     if uuid is None and key == "node_uuid":
         return None  # an allocation not (yet) on a node
-    if not isinstance(uuid, str) or not uuidutils.is_uuid_like(uuid):
+    if not isinstance(uuid, str) or not (
+            CANONICAL_UUID.fullmatch(uuid) or uuidutils.is_uuid_like(uuid)):
         raise MalformedEvent(f"{event_type}: {key} is {uuid!r:.60}")
     action, _, status = event_type[len(NODE_EVENT):].rpartition(".")
     if key == "uuid" and status == "start" and action in ANNOUNCED:
@@ -115,7 +123,7 @@ def payload_facts(data: dict[str, Any]) -> decisions.IronicNodeFacts | None:
     Absent, not null: a null ``fault`` is a node without a fault, but a
     payload older than the field cannot say either way.
     """
-    if any(field not in data for field in ironic.NODE_FIELDS):
+    if not data.keys() >= VIEW_FIELDS:
         return None
     traits = data.get("traits")
     if traits is not None and not (

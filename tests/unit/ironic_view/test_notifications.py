@@ -129,6 +129,20 @@ class TestParseEvent(testtools.TestCase):
             self.assertIsNone(notifications.parse_event(
                 event_type, payload(uuid=NODE, node_uuid=NODE)))
 
+    def test_every_form_is_uuid_like_as_before(self) -> None:
+        # The canonical form takes the quick match; the others still take
+        # oslo.utils' is_uuid_like, which accepted them before.
+        for form in (NODE, NODE.upper(), NODE.replace("-", ""),
+                     "{" + NODE + "}"):
+            event = notifications.parse_event(
+                "baremetal.node.update.end", payload(uuid=form))
+            self.assertEqual(form, event.node_uuid if event else None)
+        for near in (NODE + "0", NODE[:-1], NODE[:-1] + "g", NODE + "\n",
+                     " " + NODE):
+            self.assertRaises(notifications.MalformedEvent,
+                              notifications.parse_event,
+                              "baremetal.node.update.end", payload(uuid=near))
+
     def test_malformed(self) -> None:
         bad = [
             (None, payload(uuid=NODE)),
