@@ -54,8 +54,8 @@ THREADING_RELEASES="33 34"
 # The scheduler-side tests, run a second time on native threads on those
 # releases (OS_NOVA_DISABLE_EVENTLET_PATCHING=true; Nova's harness patches
 # eventlet otherwise): the filters, the pre-filter, the Ironic view and its
-# threads, start-up from nova.conf, events and the broker outage, and the
-# fork path's unit tests.
+# threads, start-up from nova.conf, events and the broker outage, the
+# host's shared reader, and the fork path's unit tests.
 # The tier on Nova's own Ironic driver (tests/functional/ironic_driver_base.py)
 # runs on the newest release only, to keep CI under its hour: about four
 # minutes a release, and it passed on 31 to 33 when it was written
@@ -68,8 +68,10 @@ THREADING_RELEASES="33 34"
 # behaviour has its own tests that do run on every release. About two and
 # a half minutes a release. So does test_event_consumer (our queue
 # consumer beside oslo.messaging's listener on a real broker, about 10 s):
-# every release's event-mode tests run through that consumer.
-NEWEST_ONLY='^tests\.functional\.(test_ironic_driver_|test_demo\.|test_event_consumer\.|test_ironic_view\.|test_services_smoke\.IronicServerSmokeTest\.|test_clients\.IronicClientTest\.)'
+# every release's event-mode tests run through that consumer. And
+# test_host_reader, the host's shared reader on the same broker (about
+# 16 s), which imports nothing of Nova's.
+NEWEST_ONLY='^tests\.functional\.(test_ironic_driver_|test_demo\.|test_event_consumer\.|test_host_reader\.|test_ironic_view\.|test_services_smoke\.IronicServerSmokeTest\.|test_clients\.IronicClientTest\.)'
 # On the older releases the differential test against nova-manage's audit
 # (tests/functional/test_orphans_vs_audit.py, 20 seeds on the newest) runs
 # four seeds that between them hold every ingredient both ways, two of them
@@ -79,7 +81,7 @@ OLDER_AUDIT_SEEDS=11,13,14,18
 # above, and always on one worker (its tests share that cloud).
 E2E='^tests\.e2e\.'
 
-SCHEDULER_SIDE='^tests\.(functional\.(test_baremetal_events|test_baremetal_scheduling|test_baremetal_startup|test_concurrency_mode|test_event_mode_config|test_ironic_events|test_ironic_view|test_prefilter|test_service_filters|test_stale_nodes)|unit\.(ironic_view\.(test_events|test_refresher|test_snapshot_batches|test_view|test_view_verdict)|test_snapshot_age))\.'
+SCHEDULER_SIDE='^tests\.(functional\.(test_baremetal_events|test_baremetal_scheduling|test_baremetal_startup|test_concurrency_mode|test_event_mode_config|test_host_reader|test_ironic_events|test_ironic_view|test_prefilter|test_service_filters|test_stale_nodes)|unit\.(ironic_view\.(test_events|test_host_reader|test_refresher|test_snapshot_batches|test_view|test_view_verdict)|test_snapshot_age))\.'
 
 if [ "${1:-}" = "--save-times" ]; then
     # This checkout's recorded durations (a second or more) into

@@ -151,4 +151,32 @@ Related options:
 * ``baremetal_max_snapshot_age``
 """,
     ),
+    cfg.BoolOpt(
+        "baremetal_notifications_host_reader",
+        default=False,
+        help="""
+Read Ironic's notifications once per host, for every scheduler process on it.
+
+Off, each scheduler process (each forked worker) runs an event reader of
+its own on a queue of its own, so a host with eight workers reads and
+parses every event eight times. On, the processes of one host elect one
+of them by a lock file in ``[oslo_concurrency] lock_path``; its reader
+consumes one queue for the host (``nova-drain-filters.<host>.shared``) and
+hands every event, parsed once, to every process over a Unix socket
+beside the lock, which only processes of the same user may use. A batch
+is acknowledged once every process has applied it. If the elected process
+exits, another takes over within seconds; meanwhile the processes list
+Ironic as when the broker is away, and the broker keeps the events.
+
+Possible values:
+
+* True: one reader per host.
+* False: one reader per scheduler process.
+
+Related options:
+
+* ``baremetal_notifications``
+* ``[oslo_concurrency] lock_path``
+""",
+    ),
 ]

@@ -58,6 +58,7 @@ from nova_drain_filters import decisions
 from nova_drain_filters.clients import ironic
 from nova_drain_filters.ironic_view import consumer
 from nova_drain_filters.ironic_view import event_queue
+from nova_drain_filters.ironic_view import host_reader
 from nova_drain_filters.ironic_view import listening
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import pools
@@ -126,6 +127,8 @@ class EventListener:
         self._error_logged = False
         #: Set when the broker came (back): a listing must start after it.
         self._catch_up_since: float | None = None
+        #: The server's reader as last seen (``listening.generation``).
+        self._generation = 0
         #: When the connection was last seen up and caught up (``settled``):
         #: until then events reached the view, so the view counts its
         #: snapshot's age from here (``IronicView.trusted``).
@@ -216,11 +219,16 @@ class EventListener:
                 LOG.warning("No free listener slot in %(dir)s; listening as "
                             "%(pool)s, a queue only a broker policy removes",
                             {"dir": self._slot.directory, "pool": self.pool})
+            own = self.pool
             self._transport = self._transport_factory(
                 group.baremetal_notifications_url)
-            server = listening.consume(self._transport, self.pool,
-                                       self.on_event, self.on_batch,
-                                       self.on_parsed)
+            election = self._election()
+            server = listening.consume(
+                self._transport, own, self.on_event, self.on_batch,
+                self.on_parsed, election=election,
+                shared_pool=pools.pool_name(self._slot.host,
+                                            host_reader.POOL_SLOT))
+            self.pool = getattr(server, "pool", own)
             try:
                 server.start()  # returns once connected
             except Exception as exc:
@@ -231,8 +239,11 @@ class EventListener:
                 LOG.warning("Cannot start the Ironic event reader process "
                             "(%s); reading Ironic's notifications in this "
                             "process instead", exc)
+                if election is not None:
+                    election.forget()
+                self.pool = own  # never the host's queue: it has one reader
                 server = listening.consume(
-                    self._transport, self.pool, self.on_event,
+                    self._transport, own, self.on_event,
                     self.on_batch, self.on_parsed, in_process=True)
                 server.start()
             if self._stop.is_set():  # stopped while we waited for it
@@ -247,6 +258,22 @@ class EventListener:
                        "n": CONF.drain_filters.
                        baremetal_notifications_fallback_interval})
             self._server = None
+
+    def _election(self) -> host_reader.Election | None:
+        """The host's reader election, when the processes share one."""
+        if not CONF.drain_filters.baremetal_notifications_host_reader:
+            return None
+        election = host_reader.Election(self._slot.directory,
+                                        self._slot.host)
+        if not election.usable:
+            LOG.warning("The host's Ironic event reader cannot listen at "
+                        "%(path)s (a Unix socket's path has at most "
+                        "%(max)d bytes): each scheduler process reads on "
+                        "its own; set a shorter [oslo_concurrency] "
+                        "lock_path", {"path": election.socket_path,
+                                      "max": host_reader.MAX_PATH})
+            return None
+        return election
 
     def connected(self) -> bool:
         """True while the listener's own broker connection is up."""
@@ -271,9 +298,18 @@ class EventListener:
         """One look at the connection; returns when it last listed."""
         now = self._clock()
         up = self.connected()
+        generation = listening.generation(self._server)
+        if up and self.broker_up is True and generation != self._generation:
+            # Another reader since the last look, maybe too quickly for
+            # it to look down: what it missed is listed, as after a gap.
+            LOG.info("The Ironic event reader was replaced; listing Ironic "
+                     "once to catch up")
+            self._catch_up_since = now
+        self._generation = generation
         if up and self.broker_up is not True:
             LOG.info("Listening to Ironic's notifications as pool "
-                     "%(pool)s%(back)s", {"pool": self.pool, "back": (
+                     "%(pool)s%(back)s", {"pool": getattr(
+                         self._server, "pool", self.pool), "back": (
                          "; events flow again" if self.broker_up is False
                          else "")})
             self._catch_up_since = now

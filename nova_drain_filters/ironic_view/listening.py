@@ -23,6 +23,7 @@ import oslo_messaging
 from oslo_config import cfg
 
 from nova_drain_filters.ironic_view import consumer
+from nova_drain_filters.ironic_view import host_reader
 from nova_drain_filters.ironic_view import reader
 
 CONF = cfg.CONF
@@ -86,19 +87,35 @@ def server(transport: Any, endpoint: Endpoint, pool: str | None) -> Any:
 def consume(transport: Any, pool: str | None,
             on_event: Callable[[Any, Any], None],
             on_batch: consumer.OnBatch,
-            on_parsed: reader.OnParsed, in_process: bool = False) -> Any:
+            on_parsed: reader.OnParsed, in_process: bool = False,
+            election: host_reader.Election | None = None,
+            shared_pool: str | None = None) -> Any:
     """A (not yet started) server of the pool's queue: on RabbitMQ our
     consumer in its reader process (``on_parsed``) or, ``in_process``, in
     this one (``on_batch``), else oslo.messaging's listener
-    (``on_event``)."""
+    (``on_event``).
+
+    With an ``election``, a reader process reads ``shared_pool`` for every
+    process of the host (``host_reader``). Nothing else shares: a queue
+    has one consumer, or each process would hear only part of the events.
+    """
     group = CONF.drain_filters
     if OWN_CONSUMER and pool and consumer.supports(transport):
         if READER_PROCESS and not in_process:
+            if election is not None and shared_pool:
+                return reader.ReaderProcess(shared_pool, on_parsed,
+                                            election=election, own_pool=pool)
             return reader.ReaderProcess(pool, on_parsed)
         return consumer.QueueConsumer(
             transport, group.baremetal_notifications_exchange,
             group.baremetal_notifications_topic, pool, on_batch)
     return server(transport, Endpoint(on_event), pool)
+
+
+def generation(listener_server: Any) -> int:
+    """Which of the server's successive readers serves now (0: no such
+    count); see ``reader.ReaderProcess.generation``."""
+    return int(getattr(listener_server, "generation", 0))
 
 
 def is_connected(listener_server: Any) -> bool:

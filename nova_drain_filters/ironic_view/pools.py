@@ -69,8 +69,7 @@ class Slot:
         # (oslo.concurrency, fasteners/process_lock.py _ensure_tree): a
         # fresh scheduler may not have taken one when the listener starts.
         os.makedirs(self.directory, exist_ok=True)
-        safe_host = "".join(c if c.isalnum() or c in "-_." else "_"
-                            for c in self.host)
+        safe_host = safe(self.host)
         for number in range(MAX_SLOTS):
             path = os.path.join(
                 self.directory, f"{POOL_PREFIX}-events.{safe_host}.{number}")
@@ -91,7 +90,12 @@ class Slot:
         self._file, self.number = None, None
 
 
-def pool_name(host: str, slot: int | None) -> str:
+def safe(host: str) -> str:
+    """The host's name as it may stand in a file's name."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in host)
+
+
+def pool_name(host: str, slot: int | str | None) -> str:
     """The queue of one listener: stable per host and slot."""
     if slot is None:
         return f"{POOL_PREFIX}.{host}.pid-{os.getpid()}"

@@ -30,6 +30,11 @@ closes (the parent exited or was killed), and the parent starts a new
 reader if its reader dies. The reader's log records go to the parent's
 log, so they land where the scheduler's do.
 
+With ``[drain_filters] baremetal_notifications_host_reader``, one reader
+serves every scheduler process of the host (``host_reader.py``): the
+process that wins the election starts it as above, and the others follow
+it on its socket with the same messages.
+
 The reader's own code is ``reader_child.py``; this module is the
 parent's side. The wire (``wire.py``): frames of a length and a pickle.
 
@@ -52,6 +57,7 @@ from oslo_log import log as logging
 from oslo_messaging import opts as messaging_opts
 
 from nova_drain_filters.ironic_view import consumer
+from nova_drain_filters.ironic_view import host_reader
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import wire
 
@@ -76,6 +82,10 @@ EXIT_GRACE = 5.0
 #: scheduler's workers.
 READER_NICE = 10
 
+#: How often a process that follows the host's reader (``host_reader``)
+#: tries again to connect to it, or to take its place.
+FOLLOW_RETRY = 0.2
+
 #: The reader's entry module (what ``ps`` shows).
 ENTRY = "nova_drain_filters.event_reader"
 
@@ -86,9 +96,11 @@ ENTRY = "nova_drain_filters.event_reader"
 OnParsed = Callable[[dict[str, notifications.Pending], int, int, int],
                     Callable[[], bool]]
 
-def settings(pool: str) -> dict[str, Any]:
+def settings(pool: str, share: str | None = None) -> dict[str, Any]:
     """What the reader needs to consume the pool as this process would.
 
+    ``share``: the socket on which the host's reader serves the other
+    processes (``host_reader``); None for a reader of this process alone.
     Every oslo.messaging option this process has (``[DEFAULT]``'s
     transport_url and control_exchange, ``[oslo_messaging_rabbit]``'s TLS,
     heartbeat, quorum and HA settings, ...), as its value here: the
@@ -112,6 +124,7 @@ def settings(pool: str) -> dict[str, Any]:
             "debug": LOG.isEnabledFor(std_logging.DEBUG),
             "nice": READER_NICE,
             "wire": wire.VERSION,
+            "share": share,
             "options": values}
 
 
@@ -119,11 +132,23 @@ def settings(pool: str) -> dict[str, Any]:
 
 class ReaderProcess:
     """A reader for one pool, and the parent's thread that takes its
-    batches in; the shape of an oslo server (start, stop, wait)."""
+    batches in; the shape of an oslo server (start, stop, wait).
+
+    With an ``election`` (``host_reader``), the pool is the host's: the
+    process that wins the election starts the reader and serves the
+    others from it, the others follow it, and one the reader refuses
+    reads ``own_pool`` with a reader of its own.
+    """
 
     def __init__(self, pool: str, on_parsed: OnParsed,
-                 argv: list[str] | None = None) -> None:
+                 argv: list[str] | None = None,
+                 election: host_reader.Election | None = None,
+                 own_pool: str | None = None) -> None:
         self._pool = pool
+        self._own_pool = own_pool or pool
+        self._election = election
+        #: Following the host's reader rather than running one.
+        self._following = False
         self._on_parsed = on_parsed
         self._argv = argv or [sys.executable, "-m", ENTRY]
         self._proc: subprocess.Popen[bytes] | None = None
@@ -134,10 +159,29 @@ class ReaderProcess:
         self._thread: threading.Thread | None = None
         #: Readers started, the first included, and batches taken in.
         self.starts = self.batches = 0
+        #: Times this process connected to the host's reader.
+        self.follows = 0
 
     @property
     def pid(self) -> int | None:
         return None if self._proc is None else self._proc.pid
+
+    @property
+    def pool(self) -> str:
+        """The queue read for this process now."""
+        return self._pool
+
+    @property
+    def following(self) -> bool:
+        return self._following
+
+    @property
+    def generation(self) -> int:
+        """How many readers this process has had, run or followed: a new
+        one may have missed events the last one read (a follower that
+        joins the next reader after it read them again), so the listener
+        lists once when it changes."""
+        return self.starts + self.follows
 
     def start(self) -> None:
         """Start the reader; blocks until it is connected (or stopped).
@@ -158,8 +202,8 @@ class ReaderProcess:
             if self._stop.is_set():
                 return
             proc = self._proc
-            if proc is not None and proc.poll() is not None and (
-                    not self._started.is_set()):
+            if not self._following and proc is not None and (
+                    proc.poll() is not None) and not self._started.is_set():
                 # Not again and again: the listener polls instead.
                 self.stop()
                 self.wait()
@@ -169,6 +213,8 @@ class ReaderProcess:
 
     def stop(self) -> None:
         self._stop.set()
+        if self._election is not None:
+            self._election.forget()  # free once the reader is gone too
         channel = self._channel
         if channel is not None:
             # The reader ends on the end of its socket.
@@ -193,18 +239,42 @@ class ReaderProcess:
         channel, self._channel, self._proc = self._channel, None, None
         if channel is not None:
             channel.close()
+        if self._election is not None:
+            self._election.forget()
 
     def connected(self) -> bool:
         """True while the reader runs and says it is connected."""
+        if self._following:
+            return self._up
         proc = self._proc
         return self._up and proc is not None and proc.poll() is None
 
     def _spawn(self) -> None:
+        """Start the reader; or, sharing the host's, follow it if another
+        process won the election (blocks until one of the two, or stop)."""
+        self._following = False
+        election = self._election
+        while election is not None and not election.lead():
+            try:
+                self._follow(election.socket_path)
+                return
+            except host_reader.Refused as exc:
+                self._alone(str(exc))
+                break
+            except OSError:  # no reader there yet, or a dead one's socket
+                if self._stop.wait(FOLLOW_RETRY):
+                    return
+        share = None if self._election is None else (
+            self._election.socket_path)
         parent, child = socket.socketpair()
+        keep = [child.fileno()]
+        lock = None if self._election is None else self._election.fileno
+        if lock is not None:
+            keep.append(lock)  # the reader holds the host's lock too
         try:
             self._proc = subprocess.Popen(
                 self._argv + ["--fd", str(child.fileno())],
-                pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
+                pass_fds=tuple(keep), stdin=subprocess.DEVNULL,
                 close_fds=True)
         except BaseException:
             parent.close()
@@ -214,13 +284,37 @@ class ReaderProcess:
         self.starts += 1
         self._up = False
         self._channel = wire.Channel(parent)
-        self._channel.send(settings(self._pool))
+        self._channel.send(settings(self._pool, share))
+
+    def _follow(self, path: str) -> None:
+        channel = wire.Channel(host_reader.connect(path))
+        try:
+            channel.send(settings(self._pool))
+        except OSError:
+            channel.close()
+            raise
+        self._proc = None
+        self._up = False
+        self._following = True
+        self._channel = channel
+        self.follows += 1
+
+    def _alone(self, why: str) -> None:
+        """Stop sharing the host's reader: read ``own_pool`` alone."""
+        LOG.error("The host's Ironic event reader refused this process "
+                  "(%(why)s); it reads as pool %(pool)s on its own",
+                  {"why": why, "pool": self._own_pool})
+        if self._election is not None:
+            self._election.forget()
+        self._election = None
+        self._following = False
+        self._pool = self._own_pool
 
     def _reap(self) -> None:
         proc, channel = self._proc, self._channel
         if channel is not None:
             channel.close()
-        if proc is None:
+        if proc is None or self._following:
             return
         try:
             proc.wait(EXIT_GRACE)
@@ -232,10 +326,14 @@ class ReaderProcess:
         delay = RESTART_DELAY
         while not self._stop.is_set():
             self._up_since_spawn = False
+            following, refused = self._following, False
             try:
                 self._serve()
             except wire.ReaderGone:
                 pass
+            except host_reader.Refused as exc:
+                self._alone(str(exc))
+                refused = True
             except wire.VersionMismatch as exc:
                 # Not again: the installed reader will not change by itself.
                 LOG.error("Ironic event reader (pid %(pid)s): %(error)s",
@@ -248,18 +346,26 @@ class ReaderProcess:
                 LOG.exception("Ironic event reader: the parent's side "
                               "failed; starting a new reader")
             self._up = False
-            if self._stop.is_set() or not self._started.is_set():
+            if self._stop.is_set() or not (
+                    self._started.is_set() or following or refused):
                 return  # stopped, or the first never connected: start() says
             # One that never came up again waits twice as long each time.
             delay = RESTART_DELAY if self._up_since_spawn else min(
                 MAX_RESTART_DELAY, delay * 2)
             proc = self._proc
             self._reap()
-            LOG.warning("The Ironic event reader (pid %(pid)s) exited with "
-                        "%(rc)s; starting a new one in %(delay).0f s",
-                        {"pid": None if proc is None else proc.pid,
-                         "rc": None if proc is None else proc.returncode,
-                         "delay": delay})
+            if following and not refused:
+                # Its leader exited or stopped: elect again, at once.
+                delay = FOLLOW_RETRY
+                LOG.info("The host's Ironic event reader ended; this "
+                         "process takes its place or follows the next")
+            elif not refused:
+                LOG.warning("The Ironic event reader (pid %(pid)s) exited "
+                            "with %(rc)s; starting a new one in "
+                            "%(delay).0f s",
+                            {"pid": None if proc is None else proc.pid,
+                             "rc": None if proc is None else proc.returncode,
+                             "delay": delay})
             while not self._stop.wait(delay):
                 try:
                     self._spawn()
@@ -313,6 +419,8 @@ class ReaderProcess:
             if self._up:
                 self._up_since_spawn = True
                 self._started.set()
+        elif kind == "refused":
+            raise host_reader.Refused(message[1])
         elif kind == "log":
             _, level, text = message
             LOG.log(level, "Ironic event reader %(pid)s: %(text)s",

@@ -35,6 +35,7 @@ from oslo_log import log as logging
 from oslo_messaging import opts as messaging_opts
 
 from nova_drain_filters.ironic_view import consumer
+from nova_drain_filters.ironic_view import host_reader
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import wire
 
@@ -86,6 +87,8 @@ class Reader:
         self.channel = channel
         self._seq = 0
         self._applied = 0
+        #: The other processes of the host, when this is the host's reader.
+        self.followers: host_reader.Followers | None = None
 
     def on_batch(self, messages: list[consumer.Message]
                  ) -> Callable[[], bool]:
@@ -108,9 +111,14 @@ class Reader:
                 events.append(event)
         self._seq += 1
         seq = self._seq
-        self.channel.send(("batch", seq, len(events), received, dropped,
-                           wire.encode_batch(events)))
-        return lambda: self._applied >= seq
+        frame = wire.frame(("batch", seq, len(events), received, dropped,
+                            wire.encode_batch(events)))
+        self.channel.send_frame(frame)
+        followers = self.followers
+        if followers is None:
+            return lambda: self._applied >= seq
+        followers.send(seq, frame)
+        return lambda: self._applied >= seq and followers.applied(seq)
 
     def run(self) -> None:
         setup = self.channel.receive(None)
@@ -129,6 +137,11 @@ class Reader:
                 f"event wire is version {setup.get('wire', 1)}, and the "
                 f"installed one's is {wire.VERSION}: restart nova-scheduler "
                 "so that both are the same")
+        if setup.get("share"):
+            # The host's reader: the parent holds its lock, and so does
+            # this process (inherited), until both are gone.
+            self.followers = host_reader.Followers(setup["share"], setup)
+            self.followers.serve()
         transport = oslo_messaging.get_notification_transport(
             messaging_conf(setup["options"]), url=setup["url"])
         queue = consumer.QueueConsumer(
@@ -161,6 +174,8 @@ class Reader:
                     self.channel.send(("state", up))
                 except OSError:
                     return  # the parent is gone: the reader ends
+                if self.followers is not None:
+                    self.followers.state(up)
             time.sleep(STATE_POLL)
 
 

@@ -131,6 +131,12 @@ def decode_batch(columns: Columns) -> dict[str, notifications.Pending]:
     return latest
 
 
+def frame(message: Any) -> bytes:
+    """One message as it goes on the wire: its length, then its pickle."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEADER.pack(len(data)) + data
+
+
 class Channel:
     """Frames over one end of a socket pair; sends from any thread."""
 
@@ -140,9 +146,12 @@ class Channel:
         self._buffer = bytearray()
 
     def send(self, message: Any) -> None:
-        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        self.send_frame(frame(message))
+
+    def send_frame(self, data: bytes) -> None:
+        """Send a message ``frame`` made (one pickle for many channels)."""
         with self._send_lock:
-            self.sock.sendall(_HEADER.pack(len(data)) + data)
+            self.sock.sendall(data)
 
     def receive(self, timeout: float | None) -> Any:
         """The next message; socket.timeout if none came in ``timeout``

@@ -47,6 +47,7 @@ OPTION_NAMES = (
     "baremetal_notifications", "baremetal_notifications_url",
     "baremetal_notifications_topic", "baremetal_notifications_exchange",
     "baremetal_notifications_fallback_interval",
+    "baremetal_notifications_host_reader",
 )
 
 #: What ``nova_drain_filters.fixtures`` offers other projects' tests.

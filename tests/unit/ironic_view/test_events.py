@@ -256,6 +256,53 @@ class TestConnect(ListenerTestCase):
         self.listener._slot.forget()
 
 
+    def test_a_shared_readers_failure_reads_here_on_this_process_pool(
+            self) -> None:
+        # The host's queue has one consumer, the host's reader: reading
+        # here must use this process's own pool, or each process would
+        # hear part of the events once another reader takes the host's.
+        self.conf.config(group="drain_filters",
+                         baremetal_notifications_url="rabbit://h:5672/",
+                         baremetal_notifications_host_reader=True)
+        self.conf.config(group="oslo_concurrency",
+                         lock_path=self.useFixture(fixtures.TempDir()).path)
+        failing = mock.Mock(spec=reader.ReaderProcess)
+        failing.pool = "nova-drain-filters.h.shared"
+        failing.start.side_effect = RuntimeError("no interpreter")
+        here = mock.Mock(spec=["start", "stop", "wait"])
+        self.listener._transport_factory = lambda url: mock.sentinel.transport
+        with mock.patch.object(events.listening, "consume",
+                               side_effect=[failing, here]) as consume:
+            self.listener._connect()
+        first, second = consume.call_args_list
+        own = first.args[1]
+        self.assertIsNotNone(first.kwargs["election"])
+        self.assertTrue(first.kwargs["shared_pool"].endswith(".shared"))
+        self.assertEqual(own, second.args[1])
+        self.assertTrue(second.kwargs["in_process"])
+        self.assertEqual(own, self.listener.pool)
+        self.assertIs(here, self.listener._server)
+        self.listener._slot.forget()
+
+    def test_a_new_reader_means_one_listing(self) -> None:
+        server = mock.Mock(generation=1)
+        server.connected.return_value = True
+        self.listener._server = server
+        started = self.clock()
+        with mock.patch.object(events.listening, "is_connected",
+                               lambda s: True):
+            self.listener._watch_once(started, started, 15)  # up, lists
+            self.listener._watch_once(started, started, 15)
+            listings = self.view.refreshes
+            self.listener._watch_once(started, started, 15)
+            self.assertEqual(listings, self.view.refreshes)
+            server.generation = 2  # replaced between two looks
+            self.clock.advance(1)
+            self.listener._watch_once(started, started, 15)
+        self.assertEqual(listings + 1, self.view.refreshes)
+        self.assertIn("was replaced; listing Ironic once", self.log.output)
+
+
 class TestViewMerge(ListenerTestCase):
     def test_reads_after_a_listing_began_survive_it(self) -> None:
         busy = ironic_fakes.ironic_node(NODE, provision_state="cleaning")

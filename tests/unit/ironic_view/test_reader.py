@@ -207,8 +207,9 @@ class ReaderSideTest(testtools.TestCase):
                 ("baremetal.port.update.end", {}),      # no node: counted
                 ("baremetal.node.update.end", {"x": 1}),  # malformed
             ])
-        kind, seq, events, received, dropped, columns = (
-            channel.send.call_args[0][0])
+        frame = channel.send_frame.call_args[0][0]
+        kind, seq, events, received, dropped, columns = pickle.loads(
+            frame[4:])
         self.assertEqual(("batch", 1, 1, 2, 1),
                          (kind, seq, events, received, dropped))
         self.assertEqual({NODE: notifications.NodeEvent(
@@ -217,6 +218,20 @@ class ReaderSideTest(testtools.TestCase):
         warning.assert_called_once()
         self.assertFalse(applied())
         child._applied = 1
+        self.assertTrue(applied())
+
+    def test_the_hosts_reader_acks_once_its_followers_applied(self) -> None:
+        channel = mock.Mock()
+        child = reader_child.Reader(channel)
+        child.followers = followers = mock.Mock()
+        followers.applied.return_value = False
+        applied = child.on_batch([("baremetal.port.update.end", {})])
+        frame = channel.send_frame.call_args[0][0]
+        followers.send.assert_called_once_with(1, frame)  # pickled once
+        child._applied = 1
+        self.assertFalse(applied())
+        followers.applied.assert_called_with(1)
+        followers.applied.return_value = True
         self.assertTrue(applied())
 
 
