@@ -172,6 +172,10 @@ def nova_conf(layout: Layout) -> Sections:
     # bound only an event can tell the view that a node changed
     # (tests/e2e/test_cloud.py, the Ironic section).
     events["baremetal_notifications_fallback_interval"] = 600
+    # One reader for the scheduler's workers (ironic_view/host_reader.py):
+    # the tier proves the election, the following and the failover with
+    # Nova's own forked workers (tests/e2e/test_cloud.py, Workers).
+    events["baremetal_notifications_host_reader"] = True
     events.pop("baremetal_max_snapshot_age")
     return {
         "DEFAULT": {
