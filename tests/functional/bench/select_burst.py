@@ -119,6 +119,8 @@ class BurstRun(sd.Run):
     #: ``--control``: calls beside a busy core (``busy_core``), no events,
     #: and that process's CPUs in each such phase.
     control: bool = False
+    #: ``--host-reader``: the listening processes share one reader.
+    host_reader: bool = False
     busy: Calls = dataclasses.field(
         default_factory=lambda: Calls("beside busy"))
     busy_load: list[float] = dataclasses.field(default_factory=list)
@@ -224,7 +226,8 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
                 ("baremetal_notifications", True),
                 ("baremetal_notifications_url", run.transport_url),
                 ("baremetal_refresh_interval", events_common.RECONCILE),
-                ("baremetal_max_snapshot_age", 2 * events_common.RECONCILE)):
+                ("baremetal_max_snapshot_age", 2 * events_common.RECONCILE),
+                ("baremetal_notifications_host_reader", run.host_reader)):
             self.flags(**{key: value}, group="drain_filters")
         view.ensure_running()
         events_common.wait(lambda: events_common.ready(view), 300,
@@ -358,6 +361,10 @@ def main(argv: list[str] | None = None) -> int:
              "listening process itself, in every listener process")
     add("--reader-nice", type=int, default=reader.READER_NICE,
         help="the readers' niceness (reader.READER_NICE)")
+    add("--host-reader", action="store_true",
+        help="one reader for all the listening processes ([drain_filters] "
+             "baremetal_notifications_host_reader), the scheduler's a "
+             "follower: the others start first")
     add("--control", action="store_true",
         help="also time quiet runs' calls beside a busy core "
              "(busy_core), to tell its share from the events'")
@@ -373,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     # The other listener processes (storm_process.tune_transport).
     os.environ["NDF_STORM_LISTENER"] = args.listener
     os.environ["NDF_STORM_READER_NICE"] = str(args.reader_nice)
+    os.environ["NDF_STORM_HOST_READER"] = "1" if args.host_reader else "0"
     broker = rabbitmq_server.RabbitMQServer()
     others: list[ironic_storm.Worker] = []
     run = BurstRun(args.nodes, 0, snapshot_nodes=args.snapshot_nodes,
@@ -380,6 +388,7 @@ def main(argv: list[str] | None = None) -> int:
                    drain_timeout=args.drain_timeout)
     run.repeat = args.repeat
     run.control = args.control
+    run.host_reader = args.host_reader
     try:
         broker.start()
         run.transport_url = broker.transport_url
@@ -409,7 +418,9 @@ def main(argv: list[str] | None = None) -> int:
           f"listener processes; {args.repeat} bursts of {args.burst:,}, "
           f"interleaved with quiet runs of {args.quiet} calls; consumer "
           + ("in a reader process at nice "
-             f"+{args.reader_nice}" if args.listener == "reader"
+             f"+{args.reader_nice}" + (", one for the host"
+                                        if args.host_reader else "")
+             if args.listener == "reader"
              else "in the listening process") + "; broker and publisher "
           f"at the lowest priority (the broker: {run.broker_priority})")
     phases = [run.quiet] + ([run.busy] if run.busy.times else []) + [

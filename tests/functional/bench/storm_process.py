@@ -194,6 +194,11 @@ def tune_transport() -> None:
     nice = os.environ.get("NDF_STORM_READER_NICE")
     if nice:
         reader.READER_NICE = int(nice)
+    # One reader for the host's listening processes (select_burst's
+    # --host-reader), as nova.conf sets it.
+    CONF.set_override("baremetal_notifications_host_reader",
+                      os.environ.get("NDF_STORM_HOST_READER") == "1",
+                      "drain_filters")
     prefetch = int(os.environ.get("NDF_STORM_PREFETCH") or 0)
     # oslo.messaging registers the rabbit options with its first transport.
     CONF.register_opts(impl_rabbit.rabbit_opts, group="oslo_messaging_rabbit")
