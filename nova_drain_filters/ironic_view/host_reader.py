@@ -165,6 +165,8 @@ def differences(hello: Any, own: dict[str, Any]) -> list[str]:
     if not isinstance(hello, dict):
         return ["all"]
     different = [key for key in SAME if hello.get(key) != own.get(key)]
+    if own.get("url"):
+        return different  # the broker: the same url, nothing else counts
     theirs, ours = hello.get("options") or {}, own.get("options") or {}
     for group, name in BROKER_OPTIONS:
         if (theirs.get(group) or {}).get(name) != (

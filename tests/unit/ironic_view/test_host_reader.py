@@ -163,6 +163,14 @@ class FollowersTest(testtools.TestCase):
             self.assertRaises(wire.ReaderGone, channel.receive, 5)
         self.assertEqual(0, self.followers.count())
 
+    def test_with_a_url_nova_s_own_transport_does_not_count(self) -> None:
+        self.followers._settings = {**SETTINGS, "url": "rabbit://ironic"}
+        channel = self.follow(url="rabbit://ironic",
+                              options={None: {"transport_url": "fake:/"}})
+        self.wait(lambda: self.followers.count() == 1)
+        self.followers.state(True)
+        self.assertEqual(("state", True), channel.receive(5))
+
     def test_another_user_is_refused_both_ways(self) -> None:
         with mock.patch.object(host_reader.os, "getuid",
                                return_value=os.getuid() + 1):
