@@ -64,10 +64,12 @@ import dataclasses
 import gc
 import os
 import resource
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Any
@@ -119,8 +121,12 @@ class BurstRun(sd.Run):
     #: ``--control``: calls beside a busy core (``busy_core``), no events,
     #: and that process's CPUs in each such phase.
     control: bool = False
-    #: ``--host-reader``: the listening processes share one reader.
+    #: ``--host-reader``: the listening processes share one reader, which
+    #: needs one lock directory for all of them.
     host_reader: bool = False
+    lock_path: str = ""
+    #: How the scheduler's own listener reads (its pool, its reader).
+    listening: str = ""
     busy: Calls = dataclasses.field(
         default_factory=lambda: Calls("beside busy"))
     busy_load: list[float] = dataclasses.field(default_factory=list)
@@ -229,10 +235,18 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
                 ("baremetal_max_snapshot_age", 2 * events_common.RECONCILE),
                 ("baremetal_notifications_host_reader", run.host_reader)):
             self.flags(**{key: value}, group="drain_filters")
+        if run.lock_path:
+            # The other listeners' (their NDF_STORM_LOCK_PATH): one host.
+            self.flags(lock_path=run.lock_path, group="oslo_concurrency")
         view.ensure_running()
         events_common.wait(lambda: events_common.ready(view), 300,
                            "listening")
         self.view = view
+        server = getattr(view._events, "_server", None)
+        run.listening = (f"pool {getattr(server, 'pool', '?')}, "
+                         + ("following the host's reader"
+                            if getattr(server, "following", False)
+                            else "its own reader"))
 
     def timed(self, ctxt: Any, spec: Any, calls: Calls) -> None:
         """One call: its seconds, those it waited for a CPU, its own
@@ -381,6 +395,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["NDF_STORM_LISTENER"] = args.listener
     os.environ["NDF_STORM_READER_NICE"] = str(args.reader_nice)
     os.environ["NDF_STORM_HOST_READER"] = "1" if args.host_reader else "0"
+    lock_path = tempfile.mkdtemp(prefix="ndf-select-burst-")
+    # One host's processes: the harness's [DEFAULT] host is its last
+    # compute's (Nova's _start_compute sets it), and its lock_path is set
+    # to this one (start_view).
+    os.environ["NDF_STORM_LOCK_PATH"] = lock_path
+    os.environ["NDF_STORM_HOST"] = BenchSelectBurst.HOSTS[-1]
     broker = rabbitmq_server.RabbitMQServer()
     others: list[ironic_storm.Worker] = []
     run = BurstRun(args.nodes, 0, snapshot_nodes=args.snapshot_nodes,
@@ -389,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     run.repeat = args.repeat
     run.control = args.control
     run.host_reader = args.host_reader
+    run.lock_path = lock_path
     try:
         broker.start()
         run.transport_url = broker.transport_url
@@ -409,6 +430,7 @@ def main(argv: list[str] | None = None) -> int:
         for worker in others:
             worker.stop()
         broker.stop()
+        shutil.rmtree(lock_path, ignore_errors=True)
     if error:
         print(f"harness failed: {error}", file=sys.stderr)
         return 1
@@ -422,7 +444,8 @@ def main(argv: list[str] | None = None) -> int:
                                         if args.host_reader else "")
              if args.listener == "reader"
              else "in the listening process") + "; broker and publisher "
-          f"at the lowest priority (the broker: {run.broker_priority})")
+          f"at the lowest priority (the broker: {run.broker_priority}); "
+          f"the scheduler's listener: {run.listening}")
     phases = [run.quiet] + ([run.busy] if run.busy.times else []) + [
         run.during]
     quiet = statistics.median(run.quiet.times)

@@ -39,6 +39,7 @@ import uuid as uuidlib
 from typing import Any
 
 from nova import objects
+from oslo_concurrency import lockutils
 from oslo_config import cfg
 from oslo_messaging._drivers import impl_rabbit
 
@@ -195,10 +196,19 @@ def tune_transport() -> None:
     if nice:
         reader.READER_NICE = int(nice)
     # One reader for the host's listening processes (select_burst's
-    # --host-reader), as nova.conf sets it.
+    # --host-reader), as nova.conf sets it; the host and lock_path of the
+    # scheduler it runs beside, so that all are one host's processes.
     CONF.set_override("baremetal_notifications_host_reader",
                       os.environ.get("NDF_STORM_HOST_READER") == "1",
                       "drain_filters")
+    if os.environ.get("NDF_STORM_LOCK_PATH"):
+        lockutils.set_defaults(os.environ["NDF_STORM_LOCK_PATH"])
+    if os.environ.get("NDF_STORM_HOST"):
+        try:
+            CONF.register_opt(cfg.StrOpt("host"))
+        except cfg.DuplicateOptError:
+            pass
+        CONF.set_override("host", os.environ["NDF_STORM_HOST"])
     prefetch = int(os.environ.get("NDF_STORM_PREFETCH") or 0)
     # oslo.messaging registers the rabbit options with its first transport.
     CONF.register_opts(impl_rabbit.rabbit_opts, group="oslo_messaging_rabbit")
