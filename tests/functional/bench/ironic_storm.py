@@ -39,10 +39,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid as uuidlib
 from pathlib import Path
@@ -129,7 +131,8 @@ def run_phase(pool: list[Worker], pub: notifier.Notifier, nodes: list[str], name
 
 def show(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     print(f"\nEvent storm: {args.nodes:,} nodes, W={args.workers} listener "
-          f"processes, one node per event, listener {args.listener}")
+          f"processes, one node per event, listener {args.listener}"
+          + (", one reader for the host" if args.host_reader else ""))
     servers = sorted({rep.get("server", "") for row in rows
                       for rep in row["reports"]})
     print(f"Queue read by: {', '.join(servers)}")
@@ -193,6 +196,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="who consumes each pool's queue: consumer.QueueConsumer in a "
              "reader process (reader, the default) or in the listener's "
              "own (own), or oslo.messaging's batch listener (oslo)")
+    add("--host-reader", action="store_true", help="one reader for all "
+        "the processes ([drain_filters] baremetal_notifications_host_reader)"
+        ", as one host's scheduler workers")
     add("--no-requests", action="store_true", help="process 0 does not "
         "run the filters either (a listener-only profile)")
     add("--profile", metavar="PREFIX", help="cProfile every thread of each "
@@ -204,6 +210,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.rates = [int(r) for r in args.rates.split(",") if r]
         os.environ["NDF_STORM_PREFETCH"] = str(args.prefetch)
         os.environ["NDF_STORM_LISTENER"] = args.listener
+        os.environ["NDF_STORM_HOST_READER"] = "1" if args.host_reader else "0"
         if args.batch:
             size, timeout = args.batch.split(",")
             os.environ["NDF_STORM_BATCH"] = f"{int(size)},{float(timeout)}"
@@ -224,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
         return storm_process.child(argv[1], int(argv[2]), argv[3] == "1")
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, events_common.terminate)
+    # A lock directory of this run's own: its processes elect among
+    # themselves only (--host-reader).
+    lock_path = tempfile.mkdtemp(prefix="ndf-storm-")
+    os.environ["NDF_STORM_LOCK_PATH"] = lock_path
     broker = rabbitmq_server.RabbitMQServer()
     pool: list[Worker] = []
     try:
@@ -260,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         for worker in pool:
             worker.stop()
         broker.stop()
+        shutil.rmtree(lock_path, ignore_errors=True)
         print("workers and the broker stopped", flush=True)
 
 
