@@ -68,6 +68,16 @@ class BrokerTestBase(testtools.TestCase):
         self.pool = f"nova-drain-filters.test.{uuid.uuid4().hex[:8]}"
         self.exchange = "ironic"
 
+    def listen_here(self) -> None:
+        """This process's [drain_filters] pointed at the broker and the
+        test's exchange, as a scheduler's nova.conf would be."""
+        for name, value in (("baremetal_notifications_url",
+                             self.broker.transport_url),
+                            ("baremetal_notifications_exchange",
+                             self.exchange)):
+            cfg.CONF.set_override(name, value, "drain_filters")
+            self.addCleanup(cfg.CONF.clear_override, name, "drain_filters")
+
     def transport(self, **rabbit: Any) -> Any:
         conf = cfg.ConfigOpts()
         conf([], project="test")

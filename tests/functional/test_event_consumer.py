@@ -167,12 +167,7 @@ class ReaderProcessTest(BrokerTestBase):
 
     def setUp(self) -> None:
         super().setUp()
-        for name, value in (("baremetal_notifications_url",
-                             self.broker.transport_url),
-                            ("baremetal_notifications_exchange",
-                             self.exchange)):
-            cfg.CONF.set_override(name, value, "drain_filters")
-            self.addCleanup(cfg.CONF.clear_override, name, "drain_filters")
+        self.listen_here()
         self.got: list[notifications.NodeEvent] = []
         self.received = self.dropped = self.events = 0
 

@@ -23,13 +23,11 @@ tests/e2e.
 """
 import os
 import signal
-import tempfile
 import threading
 import uuid
 from collections.abc import Callable
 
 import fixtures
-from oslo_config import cfg
 
 from nova_drain_filters.ironic_view import host_reader
 from nova_drain_filters.ironic_view import notifications
@@ -62,13 +60,8 @@ class HostReaderTest(BrokerTestBase):
 
     def setUp(self) -> None:
         super().setUp()
-        for name, value in (("baremetal_notifications_url",
-                             self.broker.transport_url),
-                            ("baremetal_notifications_exchange",
-                             self.exchange)):
-            cfg.CONF.set_override(name, value, "drain_filters")
-            self.addCleanup(cfg.CONF.clear_override, name, "drain_filters")
-        self.lock_dir = tempfile.mkdtemp(prefix="ndf-host-reader-")
+        self.listen_here()
+        self.lock_dir = self.useFixture(fixtures.TempDir()).path
 
     def member(self, own_pool: str | None = None,
                shared_pool: str | None = None) -> Member:
