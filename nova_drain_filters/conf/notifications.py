@@ -164,9 +164,11 @@ of them by a lock file in ``[oslo_concurrency] lock_path``; its reader
 consumes one queue for the host (``nova-drain-filters.<host>.shared``) and
 hands every event, parsed once, to every process over a Unix socket
 beside the lock, which only processes of the same user may use. A batch
-is acknowledged once every process has applied it. If the elected process
-exits, another takes over within seconds; meanwhile the processes list
-Ironic as when the broker is away, and the broker keeps the events.
+is acknowledged once every process has applied it, or 30 seconds after
+one stopped applying (a follower is then dropped and reconnects). If the
+elected process exits, another takes over within seconds; meanwhile the
+processes list Ironic as when the broker is away, and the broker keeps
+the events.
 
 Possible values:
 

@@ -34,7 +34,8 @@ requests wait for (issue 22, ``select_burst`` at W = 8).
   that was there when it was sent have applied it (``Followers``). One
   that joined later never saw it; one that left, or fell
   ``FOLLOWER_PATIENCE`` seconds behind, no longer counts (a late one is
-  dropped and connects again, and lists Ironic as after any outage).
+  dropped and connects again, and lists Ironic as after any outage). A
+  parent that far behind is acked without, as said in its log.
 * **Failover.** A follower whose reader ends (its leader exited, was
   killed or stopped) elects again: the first to take the lock starts the
   next reader, the rest connect to it. Unacked events come again from
@@ -201,6 +202,10 @@ class Followers:
         self._seq = 0
         self._state: bool | None = None
         self._listener: socket.socket | None = None
+        #: When the parent was first seen behind a batch due, and whether
+        #: batches are acked without it now.
+        self._parent_behind_since: float | None = None
+        self._parent_late = False
 
     def serve(self) -> None:
         """Listen on the socket (the caller holds the lock) and accept."""
@@ -317,15 +322,20 @@ class Followers:
             except OSError:
                 self._drop(member, None)
 
-    def applied(self, seq: int) -> bool:
-        """Whether every follower that owes batch ``seq`` applied it.
+    def applied(self, seq: int, by_parent: int) -> bool:
+        """Whether the parent (``by_parent``: the last batch it applied)
+        and every follower that owes batch ``seq`` applied it.
 
-        One behind it for over ``FOLLOWER_PATIENCE`` seconds is dropped.
+        A follower behind it for over ``FOLLOWER_PATIENCE`` seconds is
+        dropped. The parent cannot be: the batch is acked without it then
+        (said once), so that one slow process does not hold the host's
+        events back. Nothing is lost by that but its own lag: it has the
+        batch already, and a process that restarts lists Ironic.
         """
         now = self._clock()
+        done = self._parent_applied(seq, by_parent, now)
         late = []
         with self._lock:
-            done = True
             for member in self._members:
                 if member.joined > seq or member.applied >= seq:
                     member.behind_since = None
@@ -340,6 +350,26 @@ class Followers:
             self._drop(member, f"it applied no batch for "
                        f"{FOLLOWER_PATIENCE:.0f} s")
         return done
+
+    def _parent_applied(self, seq: int, by_parent: int, now: float) -> bool:
+        if by_parent >= seq:
+            if self._parent_late:
+                LOG.info("This scheduler process applies Ironic's events "
+                         "again; the host's reader acks after it again")
+            self._parent_behind_since, self._parent_late = None, False
+            return True
+        if self._parent_behind_since is None:
+            self._parent_behind_since = now
+            return False
+        if now - self._parent_behind_since <= FOLLOWER_PATIENCE:
+            return False
+        if not self._parent_late:
+            self._parent_late = True
+            LOG.warning("This scheduler process applied no batch of "
+                        "Ironic's events for %.0f s; the host's reader "
+                        "acks them without it, so that the other processes "
+                        "go on (is it busy or stuck?)", FOLLOWER_PATIENCE)
+        return True
 
     def close(self) -> None:
         listener, self._listener = self._listener, None

@@ -118,7 +118,7 @@ class Reader:
         if followers is None:
             return lambda: self._applied >= seq
         followers.send(seq, frame)
-        return lambda: self._applied >= seq and followers.applied(seq)
+        return lambda: followers.applied(seq, self._applied)
 
     def run(self) -> None:
         setup = self.channel.receive(None)

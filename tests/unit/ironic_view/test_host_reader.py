@@ -108,23 +108,39 @@ class FollowersTest(testtools.TestCase):
 
     def test_a_batch_is_applied_once_every_follower_that_owes_it_is(
             self) -> None:
-        self.assertTrue(self.followers.applied(1))  # nobody follows
+        self.assertTrue(self.followers.applied(1, 1))  # nobody follows
         first = self.follow()
         self.wait(lambda: self.followers.count() == 1)
         self.followers.send(1, wire.frame(("batch", 1)))
         self.assertEqual(("batch", 1), first.receive(5))
-        self.assertFalse(self.followers.applied(1))
+        self.assertFalse(self.followers.applied(1, 1))
         late = self.follow()  # joins after batch 1: owes only 2 on
         self.wait(lambda: self.followers.count() == 2)
         first.send(("applied", 1))
-        self.wait(lambda: self.followers.applied(1))
+        self.wait(lambda: self.followers.applied(1, 1))
         self.followers.send(2, wire.frame(("batch", 2)))
         self.assertEqual(("batch", 2), late.receive(5))
         first.send(("applied", 2))
         time.sleep(0.1)
-        self.assertFalse(self.followers.applied(2))
+        self.assertFalse(self.followers.applied(2, 2))
         late.close()  # one that leaves owes nothing
-        self.wait(lambda: self.followers.applied(2))
+        self.wait(lambda: self.followers.applied(2, 2))
+
+    def test_a_parent_behind_for_too_long_is_acked_without(self) -> None:
+        with mock.patch.object(host_reader, "LOG") as log:
+            self.assertTrue(self.followers.applied(1, 1))
+            self.assertFalse(self.followers.applied(2, 1))
+            self.clock.now += host_reader.FOLLOWER_PATIENCE
+            self.assertFalse(self.followers.applied(2, 1))
+            self.clock.now += 1
+            self.assertTrue(self.followers.applied(2, 1))
+            self.assertTrue(self.followers.applied(3, 1))  # still late
+            log.warning.assert_called_once()
+            self.assertIn("acks them without it",
+                          log.warning.call_args[0][0])
+            self.assertTrue(self.followers.applied(3, 3))
+            log.info.assert_called_once()
+            self.assertFalse(self.followers.applied(4, 3))  # waits again
 
     def test_the_state_is_told_at_once_and_to_later_ones(self) -> None:
         first = self.follow()
@@ -139,9 +155,9 @@ class FollowersTest(testtools.TestCase):
         self.wait(lambda: self.followers.count() == 1)
         self.followers.send(1, wire.frame(("batch", 1)))
         with mock.patch.object(host_reader.LOG, "warning") as warning:
-            self.assertFalse(self.followers.applied(1))
+            self.assertFalse(self.followers.applied(1, 1))
             self.clock.now += host_reader.FOLLOWER_PATIENCE + 1
-            self.assertTrue(self.followers.applied(1))
+            self.assertTrue(self.followers.applied(1, 1))
         self.assertEqual(0, self.followers.count())
         self.assertIn("applied no batch", warning.call_args[0][1])
         self.assertEqual(("batch", 1), slow.receive(5))

@@ -228,11 +228,12 @@ class ReaderSideTest(testtools.TestCase):
         applied = child.on_batch([("baremetal.port.update.end", {})])
         frame = channel.send_frame.call_args[0][0]
         followers.send.assert_called_once_with(1, frame)  # pickled once
-        child._applied = 1
         self.assertFalse(applied())
-        followers.applied.assert_called_with(1)
+        followers.applied.assert_called_with(1, 0)
+        child._applied = 1
         followers.applied.return_value = True
         self.assertTrue(applied())
+        followers.applied.assert_called_with(1, 1)
 
 
 class LifeTest(testtools.TestCase):
