@@ -24,11 +24,13 @@ import testtools
 
 from tests.functional.services import forkserver
 from tests.functional.services.ironic_client import IronicTestClient
+from tests.functional.services.ironic_server import IronicServer
 from tests.functional.services.ironic_server import IronicServerFixture
 from tests.functional.services.placement_server import SERVING
 from tests.functional.services.placement_server import PlacementServer
 from tests.functional.services.placement_server import PlacementServerFixture
 from tests.functional.services.placement_server import PlacementTestClient
+from tests.functional.services.process import ServiceStartError
 
 
 def _pid_alive(pid: int) -> bool:
@@ -46,6 +48,17 @@ class IronicServerSmokeTest(testtools.TestCase):
         super().setUp()
         self.ironic = self.useFixture(IronicServerFixture())
         self.client: IronicTestClient = self.ironic.client
+
+    def test_another_servers_answer_on_its_port_is_not_ready(self) -> None:
+        # Two servers that picked one free port: the second cannot bind,
+        # and the first answers its probe. It must fail as a taken port
+        # (retried with another when the port was picked), not pass as
+        # ready and hand its test the other server's nodes (seen in CI).
+        taken = self.ironic.server.port
+        second = IronicServer(port=taken, ready_timeout=60)
+        self.addCleanup(second.stop)
+        error = self.assertRaises(ServiceStartError, second.start)
+        self.assertTrue(error.address_in_use, error.log_tail[-2000:])
 
     def test_node_lifecycle(self) -> None:
         node = self.client.create_node(name="ndf-smoke-0", resource_class="baremetal")

@@ -28,6 +28,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+import requests
+
 from tests.functional.services import forkserver
 from tests.functional.services.ironic_client import FAKE_HARDWARE
 from tests.functional.services.ironic_client import IronicTestClient
@@ -83,15 +85,17 @@ def ironic_venv() -> Path:
 
 
 def ironic_config(
-    state_dir: Path, port: int, host: str = "127.0.0.1", debug: bool = False
+    state_dir: Path, port: int, host: str = "127.0.0.1", debug: bool = False,
+    conductor: str | None = None,
 ) -> dict[str, dict[str, str | int | bool]]:
-    """Return the ironic.conf sections for an isolated fake-hardware server."""
+    """Return the ironic.conf sections for an isolated fake-hardware server;
+    ``conductor``: its conductor's name (``[DEFAULT] host``)."""
     default: dict[str, str | int | bool] = {
         "auth_strategy": "noauth",
         # Only the all-in-one ``ironic`` command accepts 'none': API and
         # conductor share one process and call each other directly.
         "rpc_transport": "none",
-        "host": f"ndf-ironic-{port}",
+        "host": conductor or f"ndf-ironic-{port}",
         "debug": debug,
         "use_stderr": True,
         "enabled_hardware_types": FAKE_HARDWARE,
@@ -189,6 +193,8 @@ class IronicServer(LoopbackService):
         super().__init__(host, port, ready_timeout, debug)
         self.venv = venv or ironic_venv()
         self.reuse_schema = reuse_schema
+        #: The conductor's name of the current start (its probe's proof).
+        self.conductor = ""
         #: Sections merged over ironic_config(), e.g. notification settings
         #: (rabbitmq_server.ironic_notification_config).
         self.extra_config = extra_config or {}
@@ -210,7 +216,13 @@ class IronicServer(LoopbackService):
         atexit.register(self.stop)
         (self.state_dir / "locks").mkdir()
         conf = self.state_dir / "ironic.conf"
-        sections = ironic_config(self.state_dir, self.port, self.host, self.debug)
+        # A name of this start's own, which the readiness probe looks for:
+        # another test's Ironic that took the port first answers the probe
+        # too (seen in CI: two servers picked one free port, ours failed to
+        # bind and the test used the other's nodes).
+        self.conductor = f"{self.state_dir.name}-{self.port}"
+        sections = ironic_config(self.state_dir, self.port, self.host,
+                                 self.debug, conductor=self.conductor)
         for section, options in self.extra_config.items():
             sections[section] = {**sections.get(section, {}), **options}
         write_ini(conf, sections)
@@ -235,9 +247,14 @@ class IronicServer(LoopbackService):
         # A running PID proves nothing: the API is served by a worker that
         # may be failing.  The driver endpoint needs the conductor too.
         probe_url = f"{self.url}/v1/drivers/{FAKE_HARDWARE}"
+
+        def ours(resp: requests.Response) -> bool:
+            return resp.status_code == 200 and self.conductor in (
+                resp.json().get("hosts") or ())
+
         with http_session() as session:
             self._wait_ready(
-                lambda: session.get(probe_url, timeout=2).status_code == 200,
+                lambda: ours(session.get(probe_url, timeout=2)),
                 IRONIC_FATAL_LOG_MARKERS,
             )
 
