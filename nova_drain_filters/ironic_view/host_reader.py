@@ -41,7 +41,6 @@ requests wait for (issue 22, ``select_burst`` at W = 8).
   next reader, the rest connect to it. Unacked events come again from
   the broker.
 """
-import fcntl
 import os
 import socket
 import struct
@@ -119,11 +118,8 @@ class Election:
             return True
         self.forget()
         os.makedirs(self.directory, exist_ok=True)
-        handle = open(self.lock_path, "ab")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
+        handle = pools.try_lock(self.lock_path)
+        if handle is None:
             return False
         self._file, self._pid = handle, os.getpid()
         return True

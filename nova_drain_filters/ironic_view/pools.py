@@ -73,11 +73,8 @@ class Slot:
         for number in range(MAX_SLOTS):
             path = os.path.join(
                 self.directory, f"{POOL_PREFIX}-events.{safe_host}.{number}")
-            handle = open(path, "ab")
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                handle.close()
+            handle = try_lock(path)
+            if handle is None:
                 continue
             self._file, self.number = handle, number
             return number
@@ -88,6 +85,18 @@ class Slot:
         if self._file is not None:
             self._file.close()
         self._file, self.number = None, None
+
+
+def try_lock(path: str) -> IO[bytes] | None:
+    """The file at ``path``, locked (``flock``, exclusive) for as long as
+    some process keeps it open; None if another holds it."""
+    handle = open(path, "ab")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    return handle
 
 
 def safe(host: str) -> str:
