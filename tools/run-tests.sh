@@ -71,7 +71,7 @@ THREADING_RELEASES="33 34"
 # every release's event-mode tests run through that consumer. And
 # test_host_reader, the host's shared reader on the same broker (about
 # 16 s), which imports nothing of Nova's.
-NEWEST_ONLY='^tests\.functional\.(test_ironic_driver_|test_demo\.|test_event_consumer\.|test_host_reader\.|test_ironic_view\.|test_services_smoke\.IronicServerSmokeTest\.|test_clients\.IronicClientTest\.)'
+NEWEST_ONLY='^tests\.functional\.(test_ironic_driver_|test_demo\.|test_event_consumer\.|test_host_reader\.|test_ironic_view\.|test_services_smoke\.(IronicServerSmokeTest|TakenPortTest)\.|test_clients\.IronicClientTest\.)'
 # On the older releases the differential test against nova-manage's audit
 # (tests/functional/test_orphans_vs_audit.py, 20 seeds on the newest) runs
 # four seeds that between them hold every ingredient both ways, two of them

@@ -31,6 +31,8 @@ from tests.functional.services.placement_server import PlacementServer
 from tests.functional.services.placement_server import PlacementServerFixture
 from tests.functional.services.placement_server import PlacementTestClient
 from tests.functional.services.process import ServiceStartError
+from tests.functional.services.rabbitmq_server import RabbitMQServer
+from tests.functional.services.rabbitmq_server import RabbitMQServerFixture
 
 
 def _pid_alive(pid: int) -> bool:
@@ -190,6 +192,30 @@ class PlacementServerSmokeTest(testtools.TestCase):
         self.placement.server.stop()
         self.assertFalse(_pid_alive(pid))
         self.placement.server.stop()  # idempotent
+
+
+class TakenPortTest(testtools.TestCase):
+    """A server whose port another server already holds is not ready.
+
+    Two tests may pick one free port; the second server cannot bind, and
+    the first answers its readiness probe. That must fail as a taken port
+    (which ``LoopbackService.start`` retries on a new one), not pass as
+    ready and hand the test the other server (seen in CI with Ironic).
+    """
+
+    def assert_taken(self, second: PlacementServer | RabbitMQServer) -> None:
+        self.addCleanup(second.stop)
+        error = self.assertRaises(ServiceStartError, second.start)
+        self.assertTrue(error.address_in_use, error.log_tail[-2000:])
+        self.assertIsNone(second.pid)
+
+    def test_placement(self) -> None:
+        first = self.useFixture(PlacementServerFixture()).server
+        self.assert_taken(PlacementServer(port=first.port, ready_timeout=60))
+
+    def test_rabbitmq(self) -> None:
+        first = self.useFixture(RabbitMQServerFixture()).server
+        self.assert_taken(RabbitMQServer(port=first.port, ready_timeout=90))
 
 
 class PlacementWorkersSmokeTest(testtools.TestCase):

@@ -169,7 +169,16 @@ class RabbitMQServer(LoopbackService):
 
     @property
     def node(self) -> str:
-        """The Erlang node name, for ``rabbitmqctl -n``."""
+        """The Erlang node name, for ``rabbitmqctl -n``.
+
+        A broker in a temp dir has that dir's random part in its name, so
+        that it is told from another broker that picked the same free
+        port (``_amqp_answers``). The cloud's broker keeps one name for
+        its port: its database, kept in ``base_dir``, is the node's.
+        """
+        if self.base_dir is None and self.state_dir is not None:
+            tag = self.state_dir.name.rsplit("-", 1)[-1]
+            return f"ndf-{self.port}-{tag}@localhost"
         return f"ndf-{self.port}@localhost"
 
     @property
@@ -233,6 +242,14 @@ class RabbitMQServer(LoopbackService):
                                     exc.log_tail) from None
 
     def _amqp_answers(self) -> bool:
+        """True once this start's broker answers on the port.
+
+        Another broker that took the port first would answer too: two
+        tests may pick one free port, and the second cannot bind. Its
+        cluster name is its own node's (RabbitMQ's default), so an answer
+        from it keeps this probe waiting until this broker's failure to
+        bind shows, which ``start`` retries on a new port.
+        """
         conn = amqp.Connection(f"{self.host}:{self.port}", userid=USER,
                                password=PASSWORD, connect_timeout=2)
         try:
@@ -240,8 +257,11 @@ class RabbitMQServer(LoopbackService):
         except (OSError, amqp.exceptions.AMQPError):
             conn.collect()
             return False
+        name = (conn.server_properties or {}).get("cluster_name", "")
         conn.close()
-        return True
+        if isinstance(name, bytes):
+            name = name.decode("utf-8", "replace")
+        return str(name).split("@", 1)[0] == self.node.split("@", 1)[0]
 
     def ctl(self, *args: str, timeout: float = 60.0) -> str:
         """Run ``rabbitmqctl -n NODE ARGS``; return its output or raise."""
