@@ -55,6 +55,7 @@ from oslo_messaging._drivers import common as rpc_common
 from oslo_messaging._drivers import impl_rabbit
 
 from nova_drain_filters import stamps
+from nova_drain_filters.ironic_view import priority
 
 LOG = logging.getLogger(__name__)
 
@@ -252,11 +253,14 @@ class QueueConsumer:
     ``on_batch`` gets the messages of one wakeup and queues them; the
     batch is acked once the check it returns says it is applied. If it
     raises, the batch stays unacked until the connection goes (it is
-    ``EventListener``'s, which does not raise).
+    ``EventListener``'s, which does not raise). ``lowered``: its thread
+    yields the CPU to the process's others (``priority.py``), for a
+    consumer in a scheduler process; a reader process is lowered whole.
     """
 
     def __init__(self, transport: Any, exchange: str, topic: str, pool: str,
-                 on_batch: OnBatch) -> None:
+                 on_batch: OnBatch, lowered: bool = False) -> None:
+        self._lowered = lowered
         self._transport = transport
         self._exchange = exchange
         self._topic = topic
@@ -284,14 +288,14 @@ class QueueConsumer:
         # the driver's pool for listening, as listen_for_notifications's.
         context = driver._get_connection(rpc_common.PURPOSE_LISTEN)
         conn = context.connection
-        for priority in PRIORITIES:
+        for level in PRIORITIES:
             # impl_rabbit.py Connection.declare_topic_consumer's arguments,
             # with the queue named after the pool as the listener's.
             conn.declare_consumer(_RawConsumer(
                 self._buffer,
                 exchange_name=self._exchange,
                 queue_name=self._pool,
-                routing_key=f"{self._topic}.{priority}",
+                routing_key=f"{self._topic}.{level}",
                 type="topic",
                 durable=conn.durable,
                 exchange_auto_delete=conn.amqp_auto_delete,
@@ -345,6 +349,8 @@ class QueueConsumer:
     # the loop -----------------------------------------------------------------
 
     def _run(self) -> None:
+        if self._lowered:
+            priority.lower_this_thread()
         while not self._stop.is_set():
             try:
                 self._ack_applied()

@@ -62,6 +62,7 @@ from nova_drain_filters.ironic_view import host_reader
 from nova_drain_filters.ironic_view import listening
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import pools
+from nova_drain_filters.ironic_view import priority
 from nova_drain_filters.ironic_view import reader
 from nova_drain_filters.ironic_view import refresher
 from nova_drain_filters.ironic_view import snapshot
@@ -395,6 +396,9 @@ class EventListener:
         return event
 
     def _apply_loop(self) -> None:
+        # Below the requests: every worker of the host applies every
+        # event, and the one answering a request should not wait for them.
+        priority.lower_this_thread()
         while True:
             taken = self.queue.take(self._stop, self.view.patches.hold)
             if taken is None:

@@ -108,7 +108,8 @@ def consume(transport: Any, pool: str | None,
             return reader.ReaderProcess(pool, on_parsed)
         return consumer.QueueConsumer(
             transport, group.baremetal_notifications_exchange,
-            group.baremetal_notifications_topic, pool, on_batch)
+            group.baremetal_notifications_topic, pool, on_batch,
+            lowered=True)
     return server(transport, Endpoint(on_event), pool)
 
 

@@ -59,6 +59,7 @@ from oslo_messaging import opts as messaging_opts
 from nova_drain_filters.ironic_view import consumer
 from nova_drain_filters.ironic_view import host_reader
 from nova_drain_filters.ironic_view import notifications
+from nova_drain_filters.ironic_view import priority
 from nova_drain_filters.ironic_view import wire
 
 LOG = logging.getLogger(__name__)
@@ -73,15 +74,6 @@ RESTART_DELAY = 1.0
 MAX_RESTART_DELAY = 60.0
 #: How long a stopped reader may take to exit before it is killed.
 EXIT_GRACE = 5.0
-#: The reader's niceness above its parent's: on a host whose CPUs are all
-#: busy, the scheduler's requests come first and events wait (the broker
-#: keeps them). On 2 cores with a 10,000-event burst it took the calls'
-#: slowdown from 2.15x to 1.21x (``select_burst``). The reader stays in
-#: its parent's session (and cgroup): a niceness counts only against the
-#: processes of its own autogroup or cgroup (sched(7)), here the
-#: scheduler's workers.
-READER_NICE = 10
-
 #: How often a process that follows the host's reader (``host_reader``)
 #: tries again to connect to it, or to take its place.
 FOLLOW_RETRY = 0.2
@@ -122,7 +114,7 @@ def settings(pool: str, share: str | None = None) -> dict[str, Any]:
             "exchange": group.baremetal_notifications_exchange,
             "topic": group.baremetal_notifications_topic,
             "debug": LOG.isEnabledFor(std_logging.DEBUG),
-            "nice": READER_NICE,
+            "nice": priority.READER_NICE,
             "wire": wire.VERSION,
             "share": share,
             "options": values}
@@ -323,6 +315,8 @@ class ReaderProcess:
             proc.wait(EXIT_GRACE)
 
     def _run(self) -> None:
+        # Taking batches in is event work: it yields to the requests.
+        priority.lower_this_thread()
         delay = RESTART_DELAY
         while not self._stop.is_set():
             self._up_since_spawn = False

@@ -37,6 +37,7 @@ from oslo_config import cfg
 from nova_drain_filters.ironic_view import consumer
 from nova_drain_filters.ironic_view import listening
 from nova_drain_filters.ironic_view import notifications
+from nova_drain_filters.ironic_view import priority
 from nova_drain_filters.ironic_view import reader
 from tests.functional.broker_case import TOPIC
 from tests.functional.broker_case import BrokerTestBase
@@ -226,7 +227,7 @@ class ReaderProcessTest(BrokerTestBase):
         assert pid is not None
         self.assertEqual(os.getsid(0), os.getsid(pid))
         self.assertEqual(
-            min(19, os.getpriority(os.PRIO_PROCESS, 0) + reader.READER_NICE),
+            min(19, os.getpriority(os.PRIO_PROCESS, 0) + priority.READER_NICE),
             os.getpriority(os.PRIO_PROCESS, pid))
 
     def test_a_killed_reader_is_replaced_and_its_events_come_again(

@@ -27,6 +27,7 @@ between, to show that the healthy connection is what keeps the snapshot
 trusted.
 """
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +41,8 @@ from nova_drain_filters import fixtures as ndf_fixtures
 from nova_drain_filters import ironic_view
 from nova_drain_filters import request_filter
 from nova_drain_filters.filters import summary
+from nova_drain_filters.ironic_view import priority
+from nova_drain_filters.ironic_view import refresher
 from tests.functional import fake_ironic_driver
 from tests.functional.services import ironic_client
 from tests.functional.services import ironic_server
@@ -188,3 +191,30 @@ class DocumentedEventModeTest(integrated_helpers._IntegratedTestBase):
         self.assertNotIn("No trusted Ironic snapshot",
                          self.stdlog.logger.output)
         self.assertNotIn("ConfigError", self.stdlog.logger.output)
+
+    def test_event_threads_yield_to_the_requests(self) -> None:
+        # The threads the listener nova.conf turned on started, as Nova's
+        # filter loading left them: taking batches in and applying them.
+        events = self.view._events
+        assert events is not None, "Nova's filter loading started no listener"
+        self.wait_until("the listener settles", lambda: events.settled)
+        names = ("drain-ironic-events-reader", "drain-ironic-events-apply")
+        threads = {t.name: t for t in threading.enumerate()
+                   if t.name in names}
+        self.assertEqual(set(names), set(threads))
+        process_nice = os.getpriority(os.PRIO_PROCESS, os.getpid())
+        main_tid = threading.main_thread().native_id
+        nice = {name: os.getpriority(os.PRIO_PROCESS, thread.native_id)
+                for name, thread in threads.items()}
+        if refresher.green_hub() is None:
+            # Native threads (Nova 34's nova-scheduler): each its own
+            # niceness, the requests' thread untouched.
+            expected = min(19, process_nice + priority.THREAD_NICE)
+            self.assertEqual(dict.fromkeys(names, expected), nice)
+        else:
+            # Eventlet: every green thread is the one OS thread, which
+            # must keep the process's niceness.
+            self.assertEqual(dict.fromkeys(names, process_nice), nice)
+        self.assertEqual(process_nice,
+                         os.getpriority(os.PRIO_PROCESS, main_tid))
+        self.boot_lands_on_good()

@@ -50,6 +50,7 @@ import uuid as uuidlib
 from pathlib import Path
 from typing import Any
 
+from nova_drain_filters.ironic_view import priority
 from tests.functional.bench import events_common
 from tests.functional.bench import notifier
 from tests.functional.bench import storm_process
@@ -132,7 +133,9 @@ def run_phase(pool: list[Worker], pub: notifier.Notifier, nodes: list[str], name
 def show(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     print(f"\nEvent storm: {args.nodes:,} nodes, W={args.workers} listener "
           f"processes, one node per event, listener {args.listener}"
-          + (", one reader for the host" if args.host_reader else ""))
+          + (", one reader for the host" if args.host_reader else "")
+          + f", event threads at nice +{args.thread_nice} over their "
+          "process's")
     servers = sorted({rep.get("server", "") for row in rows
                       for rep in row["reports"]})
     print(f"Queue read by: {', '.join(servers)}")
@@ -199,6 +202,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add("--host-reader", action="store_true", help="one reader for all "
         "the processes ([drain_filters] baremetal_notifications_host_reader)"
         ", as one host's scheduler workers")
+    add("--thread-nice", type=int, default=priority.THREAD_NICE,
+        help="the event threads' niceness above their process's others "
+             "(priority.THREAD_NICE); 0 leaves them")
     add("--no-requests", action="store_true", help="process 0 does not "
         "run the filters either (a listener-only profile)")
     add("--profile", metavar="PREFIX", help="cProfile every thread of each "
@@ -211,6 +217,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         os.environ["NDF_STORM_PREFETCH"] = str(args.prefetch)
         os.environ["NDF_STORM_LISTENER"] = args.listener
         os.environ["NDF_STORM_HOST_READER"] = "1" if args.host_reader else "0"
+        os.environ["NDF_STORM_THREAD_NICE"] = str(args.thread_nice)
         if args.batch:
             size, timeout = args.batch.split(",")
             os.environ["NDF_STORM_BATCH"] = f"{int(size)},{float(timeout)}"

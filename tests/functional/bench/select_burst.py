@@ -77,7 +77,7 @@ from typing import Any
 from nova_drain_filters import decisions
 from nova_drain_filters import ironic_view
 from nova_drain_filters.ironic_view import listening
-from nova_drain_filters.ironic_view import reader
+from nova_drain_filters.ironic_view import priority as view_priority
 from tests.functional import harness_run
 from tests.functional.bench import busy_core
 from tests.functional.bench import events_common
@@ -373,8 +373,11 @@ def main(argv: list[str] | None = None) -> int:
     add("--listener", choices=("reader", "own"), default="reader",
         help="our consumer in a reader process (the default) or in the "
              "listening process itself, in every listener process")
-    add("--reader-nice", type=int, default=reader.READER_NICE,
-        help="the readers' niceness (reader.READER_NICE)")
+    add("--reader-nice", type=int, default=view_priority.READER_NICE,
+        help="the readers' niceness (priority.READER_NICE)")
+    add("--thread-nice", type=int, default=view_priority.THREAD_NICE,
+        help="the listening processes' event threads' niceness above "
+             "their others' (priority.THREAD_NICE); 0 leaves them")
     add("--host-reader", action="store_true",
         help="one reader for all the listening processes ([drain_filters] "
              "baremetal_notifications_host_reader), the scheduler's a "
@@ -390,10 +393,12 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, events_common.terminate)
     os.environ.setdefault("OS_TEST_TIMEOUT", "7200")
     listening.READER_PROCESS = args.listener == "reader"
-    reader.READER_NICE = args.reader_nice
+    view_priority.READER_NICE = args.reader_nice
+    view_priority.THREAD_NICE = args.thread_nice
     # The other listener processes (storm_process.tune_transport).
     os.environ["NDF_STORM_LISTENER"] = args.listener
     os.environ["NDF_STORM_READER_NICE"] = str(args.reader_nice)
+    os.environ["NDF_STORM_THREAD_NICE"] = str(args.thread_nice)
     os.environ["NDF_STORM_HOST_READER"] = "1" if args.host_reader else "0"
     lock_path = tempfile.mkdtemp(prefix="ndf-select-burst-")
     # One host's processes: the harness's [DEFAULT] host is its last
@@ -443,7 +448,8 @@ def main(argv: list[str] | None = None) -> int:
              f"+{args.reader_nice}" + (", one for the host"
                                         if args.host_reader else "")
              if args.listener == "reader"
-             else "in the listening process") + "; broker and publisher "
+             else "in the listening process") + "; event threads at nice "
+          f"+{args.thread_nice} over their process's; broker and publisher "
           f"at the lowest priority (the broker: {run.broker_priority}); "
           f"the scheduler's listener: {run.listening}")
     phases = [run.quiet] + ([run.busy] if run.busy.times else []) + [

@@ -47,7 +47,7 @@ from nova_drain_filters import decisions
 from nova_drain_filters import ironic_view
 from nova_drain_filters.filters import FILTER_CLASSES
 from nova_drain_filters.ironic_view import listening
-from nova_drain_filters.ironic_view import reader
+from nova_drain_filters.ironic_view import priority
 from tests.functional.bench import events_common
 from tests.functional.bench import filters as filters_bench
 from tests.functional.bench import notifier
@@ -194,7 +194,10 @@ def tune_transport() -> None:
     listening.READER_PROCESS = listener == "reader"
     nice = os.environ.get("NDF_STORM_READER_NICE")
     if nice:
-        reader.READER_NICE = int(nice)
+        priority.READER_NICE = int(nice)
+    nice = os.environ.get("NDF_STORM_THREAD_NICE")
+    if nice:
+        priority.THREAD_NICE = int(nice)
     # One reader for the host's listening processes (select_burst's
     # --host-reader), as nova.conf sets it; the host and lock_path of the
     # scheduler it runs beside, so that all are one host's processes.

@@ -25,7 +25,8 @@ session, here, it had 2.14 s of 3 against 0.75 (sched(7), "The autogroup
 feature"). So the group's niceness is set too.
 
 The reader of the drain filters is not in a session of its own: its
-niceness counts against the scheduler's (``reader.READER_NICE``).
+niceness (``nova_drain_filters.ironic_view.priority``) counts against
+the scheduler's, as do its event threads'.
 """
 from __future__ import annotations
 

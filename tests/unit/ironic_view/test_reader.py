@@ -36,6 +36,7 @@ from oslo_config import fixture as config_fixture
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
 from nova_drain_filters.ironic_view import notifications
+from nova_drain_filters.ironic_view import priority
 from nova_drain_filters.ironic_view import reader
 from nova_drain_filters.ironic_view import reader_child
 from nova_drain_filters.ironic_view import wire
@@ -70,7 +71,7 @@ class SettingsTest(testtools.TestCase):
                          baremetal_notifications_topic="ironic_v2")
         setup = reader.settings("pool-1")
         self.assertEqual(("pool-1", None, "ironic-east", "ironic_v2",
-                          reader.READER_NICE),
+                          priority.READER_NICE),
                          (setup["pool"], setup["url"], setup["exchange"],
                           setup["topic"], setup["nice"]))
         conf = reader_child.messaging_conf(
