@@ -20,7 +20,7 @@ threads. In a burst, every worker of a host applies every event, so without
 this the other workers' event threads take CPUs from the worker that is
 answering ``select_destinations``. With it the kernel runs the requests
 first and the events in what is left (``select_burst``: the calls'
-wait for a CPU fell from 120-141 ms to 79-88 ms a call at W = 8 on 2
+wait for a CPU fell from 82-185 ms to 49-92 ms a call at W = 8 on 2
 cores).
 
 A niceness is the thread's own on Linux (sched(7), "the nice value is a
