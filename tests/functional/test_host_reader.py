@@ -31,6 +31,7 @@ import fixtures
 
 from nova_drain_filters.ironic_view import host_reader
 from nova_drain_filters.ironic_view import notifications
+from nova_drain_filters.ironic_view import priority
 from nova_drain_filters.ironic_view import reader
 from tests.functional.broker_case import BrokerTestBase
 
@@ -73,6 +74,16 @@ class HostReaderTest(BrokerTestBase):
         self.wait_for("a connected member", member.process.connected)
         return member
 
+    def assertReaderYields(self, pid: int | None) -> None:
+        """The reader runs ``READER_NICE`` above its parent process, also
+        when it was started again from the parent's event thread, which
+        runs ``THREAD_NICE`` above the process on native threads."""
+        assert pid is not None
+        self.assertEqual(
+            min(19, os.getpriority(os.PRIO_PROCESS, os.getpid())
+                + priority.READER_NICE),
+            os.getpriority(os.PRIO_PROCESS, pid))
+
     def empty(self) -> bool:
         queue = self.queue()
         return (queue["messages_ready"],
@@ -110,6 +121,7 @@ class HostReaderTest(BrokerTestBase):
             and follower.process.connected()), timeout=60)
         self.assertFalse(follower.process.following)
         self.assertNotEqual(first, follower.process.pid)
+        self.assertReaderYields(follower.process.pid)
         nodes = [str(uuid.uuid4()) for _ in range(5)]
         self.publish(nodes)
         self.wait_for("5 events", lambda: follower.got == nodes)
@@ -133,6 +145,7 @@ class HostReaderTest(BrokerTestBase):
             and follower.process.follows == 2
             and follower.process.connected()), timeout=60)
         self.assertNotEqual(first, leader.process.pid)
+        self.assertReaderYields(leader.process.pid)
         self.wait_for("the 10 again", lambda: leader.got == nodes + nodes)
         # The follower may have connected after they came again: what it
         # missed, its listener lists (it saw the reader go and come).
