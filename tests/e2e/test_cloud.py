@@ -31,6 +31,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from nova_drain_filters.ironic_view import priority
 from tests.e2e import baremetal
 from tests.e2e import servers
 from tests.e2e import workers
@@ -244,6 +245,8 @@ class CloudTest(WorkersCase):
         self.assertEqual([0, 1], sorted(
             len(workers.readers(pid)) for pid in pids))
         self.assertEqual(set(), workers.readers(parent))
+        for pid in pids:
+            self.assertYields(pid)
         self.cloud.note(f"workers {sorted(pids)} served {len(served)} "
                         f"requests in {time.monotonic() - t0:.1f} s")
 
@@ -268,11 +271,28 @@ class CloudTest(WorkersCase):
         self.assertTrue(log.contains(parent,
                                      f"Child {victim} killed by signal"))
         # One reader again, the child of a live worker: the other took
-        # over when the killed one's reader ended with it.
-        self.leader(before - {victim} | {new})
+        # over when the killed one's reader ended with it. Started from
+        # that worker's event thread, it still runs +10 above the worker.
+        self.assertYields(self.leader(before - {victim} | {new}))
         self.cloud.note(f"worker {victim} killed: {new} forked "
                         f"{forked:.1f} s later, served in "
                         f"{time.monotonic() - t0:.1f} s")
+
+    def assertYields(self, worker: int) -> None:
+        """Native threads, nova.conf alone: the worker's two event
+        threads (taking batches in, applying them) run +10 above its
+        other threads, and its reader, if it has the host's, +10 above
+        the worker (nova_drain_filters/ironic_view/priority.py)."""
+        threads = workers.niceness(worker)
+        base = threads[worker]  # the main thread's TID is the PID
+        lowered = min(19, base + priority.THREAD_NICE)
+        self.assertEqual(2, sum(1 for nice in threads.values()
+                                if nice == lowered), threads)
+        self.assertEqual(set(), {nice for nice in threads.values()} - {
+            base, lowered}, threads)
+        for pid in workers.readers(worker):
+            self.assertEqual({min(19, base + priority.READER_NICE)},
+                             set(workers.niceness(pid).values()))
 
     def leader(self, pids: set[int] | frozenset[int]) -> int:
         """The worker whose child is the host's one event reader; waits

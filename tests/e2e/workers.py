@@ -149,6 +149,19 @@ def readers(parent: int) -> set[int]:
     return found
 
 
+def niceness(pid: int) -> dict[int, int]:
+    """Each thread of ``pid`` (its TID) and its niceness, from
+    /proc/PID/task/TID/stat (proc(5): field 19, after the name)."""
+    found = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue  # the thread ended meanwhile
+        found[int(task.name)] = int(stat[stat.rindex(")") + 2:].split()[16])
+    return found
+
+
 @dataclass(frozen=True)
 class Line:
     index: int
