@@ -31,7 +31,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from nova_drain_filters.ironic_view import priority
 from tests.e2e import baremetal
 from tests.e2e import servers
 from tests.e2e import workers
@@ -283,6 +282,11 @@ class CloudTest(WorkersCase):
         threads (taking batches in, applying them) run +10 above its
         other threads, and its reader, if it has the host's, +10 above
         the worker (nova_drain_filters/ironic_view/priority.py)."""
+        # Here, not at the top: discovery imports tests.e2e before
+        # tests.functional, and our package loads oslo.context, whose
+        # request store must be made after Nova's harness chose eventlet
+        # (tests/functional/test_concurrency_mode.py).
+        from nova_drain_filters.ironic_view import priority
         threads = workers.niceness(worker)
         base = threads[worker]  # the main thread's TID is the PID
         lowered = min(19, base + priority.THREAD_NICE)
