@@ -69,13 +69,39 @@ def lower_this_thread(steps: int | None = None) -> int | None:
         return None
     if refresher.green_hub() is not None:
         return None  # a green thread: this would lower the whole process
+    tid = threading.get_native_id()
     try:
-        tid = threading.get_native_id()
-        nice = min(19, os.getpriority(os.PRIO_PROCESS, tid) + steps)
-        os.setpriority(os.PRIO_PROCESS, tid, nice)
+        return _raise_to(tid, os.getpriority(os.PRIO_PROCESS, tid) + steps)
     except OSError as exc:
         LOG.debug("Could not lower the priority of thread %(name)s: "
                   "%(error)s", {"name": threading.current_thread().name,
                                 "error": exc})
         return None
+
+
+def lower_below_parent(steps: int) -> None:
+    """Run this process ``steps`` niceness steps above its parent process
+    (the reader, ``READER_NICE``).
+
+    Above the parent process's own niceness (its main thread's), not the
+    niceness this process started with: a reader started again from the
+    parent's event thread, which runs at ``THREAD_NICE`` above its
+    process, starts at that thread's niceness, and adding the steps to it
+    would give the reader both. Never raises: a niceness is a preference,
+    and a reader that keeps its own reads the same.
+    """
+    try:
+        _raise_to(0, os.getpriority(os.PRIO_PROCESS, os.getppid()) + steps)
+    except OSError:
+        pass
+
+
+def _raise_to(tid: int, nice: int) -> int:
+    """Set thread ``tid``'s niceness (0: the caller's) to ``nice``, at
+    most 19, unless it is already that high or higher (going back down
+    takes a privilege); return it."""
+    nice, now = min(19, nice), os.getpriority(os.PRIO_PROCESS, tid)
+    if nice <= now:
+        return now
+    os.setpriority(os.PRIO_PROCESS, tid, nice)
     return nice

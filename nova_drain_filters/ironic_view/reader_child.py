@@ -37,30 +37,13 @@ from oslo_messaging import opts as messaging_opts
 from nova_drain_filters.ironic_view import consumer
 from nova_drain_filters.ironic_view import host_reader
 from nova_drain_filters.ironic_view import notifications
+from nova_drain_filters.ironic_view import priority
 from nova_drain_filters.ironic_view import wire
 
 LOG = logging.getLogger(__name__)
 
 #: How often the reader looks whether its connection went up or down.
 STATE_POLL = 0.25
-
-
-def lower_below_parent(steps: int) -> None:
-    """Run this process ``steps`` niceness steps above its parent process.
-
-    Above the parent process's own niceness (its main thread's), not the
-    niceness this process started with: a reader started again from the
-    parent's event thread, which runs at ``priority.THREAD_NICE`` above
-    its process, starts at that thread's niceness, and adding the steps
-    to it would give the reader both. Never raises: a niceness is a
-    preference, and a reader that keeps its own reads the same.
-    """
-    try:
-        target = min(19, os.getpriority(os.PRIO_PROCESS, os.getppid()) + steps)
-        if target > os.getpriority(os.PRIO_PROCESS, 0):
-            os.setpriority(os.PRIO_PROCESS, 0, target)
-    except OSError:
-        pass
 
 
 class _ToParent(std_logging.Handler):
@@ -141,7 +124,7 @@ class Reader:
     def run(self) -> None:
         setup = self.channel.receive(None)
         if setup["nice"]:
-            lower_below_parent(setup["nice"])
+            priority.lower_below_parent(setup["nice"])
         root = std_logging.getLogger()
         root.handlers[:] = [_ToParent(self.channel)]
         root.setLevel(std_logging.DEBUG if setup["debug"]
