@@ -51,6 +51,7 @@ from typing import TypeVar
 
 from tests.functional.cloud import memory
 from tests.functional.cloud import resources
+from tests.functional.services import proc_stat
 
 READY = "Ironic snapshot refreshed"
 REQUEST = "nova-drain-filters: request for instance "
@@ -154,11 +155,9 @@ def niceness(pid: int) -> dict[int, int]:
     /proc/PID/task/TID/stat (proc(5): field 19, after the name)."""
     found = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            stat = (task / "stat").read_text()
-        except OSError:
-            continue  # the thread ended meanwhile
-        found[int(task.name)] = int(stat[stat.rindex(")") + 2:].split()[16])
+        fields = proc_stat.fields(str(task / "stat"))
+        if fields is not None:  # else the thread ended meanwhile
+            found[int(task.name)] = int(fields[proc_stat.NICE])
     return found
 
 

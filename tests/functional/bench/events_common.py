@@ -33,6 +33,7 @@ from oslo_config import cfg
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import ironic_view
+from tests.functional.services import proc_stat
 
 CONF = cfg.CONF
 #: Event mode lists Ironic this often (seconds): what it learns in between
@@ -121,20 +122,12 @@ def stop_worker(proc: subprocess.Popen[str]) -> None:
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _stat_fields(path: str) -> list[str] | None:
-    try:
-        with open(path) as stat:
-            return stat.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
 def cpu_of(stat_path: str) -> float:
     """user + system CPU seconds of the process or thread whose ``stat``
     this is (``/proc/PID/stat``, ``/proc/self/task/TID/stat``); 0 if gone."""
-    fields = _stat_fields(stat_path)
+    fields = proc_stat.fields(stat_path)
     return 0.0 if fields is None else (
-        int(fields[11]) + int(fields[12])) / TICK
+        int(fields[proc_stat.UTIME]) + int(fields[proc_stat.STIME])) / TICK
 
 
 def group_cpu(pgid: int) -> float:
@@ -143,9 +136,10 @@ def group_cpu(pgid: int) -> float:
     total = 0.0
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            fields = _stat_fields(f"/proc/{entry}/stat")
-            if fields is not None and int(fields[2]) == pgid:
-                total += (int(fields[11]) + int(fields[12])) / TICK
+            fields = proc_stat.fields(f"/proc/{entry}/stat")
+            if fields is not None and int(fields[proc_stat.PGRP]) == pgid:
+                total += (int(fields[proc_stat.UTIME])
+                          + int(fields[proc_stat.STIME])) / TICK
     return total
 
 
