@@ -127,7 +127,8 @@ class Election:
     @property
     def fileno(self) -> int | None:
         """The lock's descriptor, for the reader to inherit; None unheld."""
-        return None if self._file is None else self._file.fileno()
+        handle = self._file
+        return None if handle is None or handle.closed else handle.fileno()
 
     def forget(self) -> None:
         """Close this process's copy: the lock is free once no process

@@ -20,6 +20,7 @@ import fcntl
 import os
 import socket
 import tempfile
+import weakref
 from typing import IO
 
 from oslo_config import cfg
@@ -89,14 +90,45 @@ class Slot:
 
 def try_lock(path: str) -> IO[bytes] | None:
     """The file at ``path``, locked (``flock``, exclusive) for as long as
-    some process keeps it open; None if another holds it."""
+    some process keeps it open; None if another holds it.
+
+    A process forked after this closes its copy at once (``_HELD``): the
+    lock stays this process's, and is free once this process (and a
+    reader it passed it to on purpose) closes it.
+    """
     handle = open(path, "ab")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         handle.close()
         return None
+    _HELD.add(handle)
     return handle
+
+
+#: The lock files ``try_lock`` opened in this process. A ``flock`` belongs
+#: to the open file, which ``fork`` shares with the child: a child that
+#: kept its copy would hold its parent's lock for as long as it lives.
+#: The owners' ``forget`` closes a copy they still reach, but not one
+#: held only by a thread that did not survive the fork: nova-scheduler's
+#: parent took the host's reader lock, then forked its workers while it
+#: was parking its listener, and each worker kept a copy in that thread's
+#: frames, so no worker could ever take the lock and none read events.
+_HELD: "weakref.WeakSet[IO[bytes]]" = weakref.WeakSet()
+
+
+def _close_inherited() -> None:
+    """In a forked child, before anything else runs: close every copy of
+    the parent's lock files (never unlock: the parent's lock stands)."""
+    for handle in list(_HELD):
+        try:
+            handle.close()
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_close_inherited)
 
 
 def safe(host: str) -> str:

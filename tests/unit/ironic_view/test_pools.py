@@ -63,3 +63,30 @@ class TestSlots(testtools.TestCase):
                          pools.pool_name("sched-1", 3))
         self.assertEqual(f"nova-drain-filters.h.pid-{os.getpid()}",
                          pools.pool_name("h", None))
+
+    def test_a_child_that_never_forgets_does_not_keep_its_parents_lock(
+            self) -> None:
+        # nova-scheduler's parent took the host's reader lock and forked
+        # its workers while a thread of its own was parking the listener:
+        # in each worker the lock's file lived on in that thread's frames,
+        # which nothing runs to close. Once the parent let go, the lock
+        # must be free for the children, held by none of them already.
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path, "l")
+        held = pools.try_lock(path)
+        assert held is not None
+        go_read, go_write = os.pipe()
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # never closes ``held`` itself
+            os.close(go_write)
+            os.read(go_read, 1)  # the parent has let go
+            taken = pools.try_lock(path)
+            os.write(write, b"1" if taken is not None else b"0")
+            os._exit(0)
+        os.close(go_read)
+        held.close()
+        os.write(go_write, b"x")
+        os.waitpid(pid, 0)
+        self.assertEqual(b"1", os.read(read, 1))
+        for fd in (go_write, read, write):
+            os.close(fd)
