@@ -23,6 +23,7 @@ Declared in one module per part, as ``nova/conf`` does: ``filters``,
 from collections.abc import Iterable
 
 from oslo_config import cfg
+from oslo_log import log as logging
 
 from nova_drain_filters.conf import validation
 from nova_drain_filters.conf.baremetal import FAIL_PASS
@@ -59,6 +60,9 @@ Enable the filters in ``[filter_scheduler]``::
 ALL_OPTS = filter_opts + baremetal_opts + notification_opts
 
 
+LOG = logging.getLogger(__name__)
+
+
 def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register the ``[drain_filters]`` options on ``conf`` (idempotent)."""
     conf.register_group(drain_group)
@@ -76,5 +80,13 @@ def _all_opts() -> Iterable[cfg.Opt]:
 
 
 def validate(conf: cfg.ConfigOpts) -> None:
-    """Raise ConfigError naming the first bad option (``validation``)."""
+    """Raise ConfigError naming the first bad option (``validation``);
+    warn of each name in ``[drain_filters]`` that is no option."""
     validation.validate(conf, GROUP, _all_opts())
+    for name, close in validation.unknown_options(
+            conf, GROUP, _all_opts()).items():
+        LOG.warning(
+            "[%(group)s] %(name)s is not an option of nova-drain-filters "
+            "and is ignored%(hint)s", {
+                "group": GROUP, "name": name,
+                "hint": f"; did you mean {close}?" if close else ""})

@@ -11,7 +11,10 @@
 # under the License.
 
 """Every option held to its own declaration, at scheduler start-up."""
+import difflib
+import glob
 import math
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -117,3 +120,56 @@ def validate(conf: cfg.ConfigOpts, group_name: str,
             f"{group.baremetal_max_snapshot_age} is smaller than "
             f"baremetal_refresh_interval ({group.baremetal_refresh_interval})"
         )
+
+
+def unknown_options(conf: cfg.ConfigOpts, group_name: str,
+                    opts: Iterable[cfg.Opt]) -> dict[str, str | None]:
+    """The names in the group's section of the files ``conf`` read that
+    are none of ``opts`` (nor a deprecated name of one), each with the
+    closest known name, or None.
+
+    oslo.config ignores a name it does not know, so a misspelled option
+    reads as its default: a protection left off, with nothing said.
+    The files are read again here, as oslo.config read them
+    (``cfg.ConfigParser``): ``config_file`` and ``config_dir``'s
+    ``*.conf``. A file that cannot be read is skipped: oslo.config
+    already said so when it could not.
+    """
+    known: set[str] = set()
+    for opt in opts:
+        known.update((opt.dest, opt.name.replace("-", "_")))
+        for old in opt.deprecated_opts:
+            if old.name and old.group in (None, group_name):
+                known.add(old.name.replace("-", "_"))
+    found: dict[str, str | None] = {}
+    for path in _config_files(conf):
+        sections: dict[str, dict[str, list[str]]] = {}
+        try:
+            cfg.ConfigParser(path, sections).parse()
+        except (OSError, cfg.ParseError):
+            continue
+        for section, values in sections.items():
+            if section.lower() != group_name.lower():
+                continue
+            for name in values:
+                key = name.replace("-", "_")
+                if key not in known:
+                    close = difflib.get_close_matches(key, sorted(known), 1)
+                    found.setdefault(name, close[0] if close else None)
+    return found
+
+
+def _config_files(conf: cfg.ConfigOpts) -> list[str]:
+    """The files oslo.config read for ``conf``, in its order."""
+    files: list[str] = []
+    for name in ("config_file", "config_dir"):
+        try:
+            value = conf[name]
+        except (cfg.NoSuchOptError, KeyError):
+            continue
+        for entry in ([value] if isinstance(value, str) else value or []):
+            if name == "config_dir":
+                files.extend(sorted(glob.glob(os.path.join(entry, "*.conf"))))
+            else:
+                files.append(entry)
+    return files

@@ -10,7 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import os
 import types
+from unittest import mock
 
 import ddt
 import testtools
@@ -314,3 +316,53 @@ class TestNotificationOptions(ConfTestCase):
             exc = self.assertRaises(drain_conf.ConfigError,
                                     drain_conf.validate, conf)
             self.assertIn(f"[{GROUP}] {name}", str(exc))
+
+
+class TestUnknownOptions(ConfTestCase):
+    """A misspelled name in nova.conf is said, not read as the default."""
+
+    def warnings(self, conf: cfg.ConfigOpts) -> list[str]:
+        with mock.patch.object(drain_conf.LOG, "warning") as warning:
+            drain_conf.validate(conf)
+        return [call.args[0] % call.args[1] for call in warning.call_args_list]
+
+    def test_a_misspelled_option_is_named_with_the_closest(self) -> None:
+        conf = self.load("baremetal_notification_host_reader = true",
+                         "baremetal_notifications = true")
+        self.assertEqual(
+            ["[drain_filters] baremetal_notification_host_reader is not an "
+             "option of nova-drain-filters and is ignored; did you mean "
+             "baremetal_notifications_host_reader?"], self.warnings(conf))
+        # And it is what oslo.config made of it: the default.
+        self.assertFalse(
+            conf.drain_filters.baremetal_notifications_host_reader)
+
+    def test_a_name_like_nothing_gets_no_guess(self) -> None:
+        conf = self.load("xyzzy = 1")
+        self.assertEqual(["[drain_filters] xyzzy is not an option of "
+                          "nova-drain-filters and is ignored"],
+                         self.warnings(conf))
+
+    def test_every_option_and_its_dashed_spelling_are_known(self) -> None:
+        conf = self.load(*(f"{name} = {value}" for name, value in (
+            ("placement_prefilter", "false"),
+            ("baremetal-notifications", "true"),
+            ("baremetal_notifications_host_reader", "true"))))
+        self.assertEqual([], self.warnings(conf))
+
+    def test_no_files_no_warning(self) -> None:
+        self.assertEqual([], self.warnings(self.conf))
+
+    def test_a_config_dir_is_read_too(self) -> None:
+        conf_dir = os.path.join(self.tmp, "nova.conf.d")
+        os.mkdir(conf_dir)
+        with open(os.path.join(conf_dir, "50-drain.conf"), "w") as f:
+            f.write("[drain_filters]\nplacement_prefiltre = false\n")
+        conf = cfg.ConfigOpts()
+        drain_conf.register_opts(conf)
+        conf(args=["--config-dir", conf_dir], default_config_files=[])
+        self.addCleanup(conf.reset)
+        self.assertEqual(["[drain_filters] placement_prefiltre is not an "
+                          "option of nova-drain-filters and is ignored; "
+                          "did you mean placement_prefilter?"],
+                         self.warnings(conf))
