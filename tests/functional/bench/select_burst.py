@@ -135,6 +135,10 @@ class BurstRun(sd.Run):
     #: events applied.
     drains: list[tuple[float, int, int]] = dataclasses.field(
         default_factory=list)
+    #: After the warm-up call: the objects the collector tracks in its
+    #: oldest generation, how many of them are nodes' facts, and the
+    #: seconds one full collection then took (``heap``).
+    heap: tuple[int, int, float] = (0, 0, 0.0)
     #: Per burst, CPU seconds by part (``CPU_PARTS``), and its wall time.
     cpu: list[tuple[dict[str, float], float]] = dataclasses.field(
         default_factory=list)
@@ -176,6 +180,18 @@ class Collections:
 
     def now(self) -> tuple[float, float, int]:
         return self.seconds, self.in_main, self.full
+
+
+def heap() -> tuple[int, int, float]:
+    """What a full collection walks now: the objects tracked in the oldest
+    generation after one, how many are ``IronicNodeFacts``, and its
+    seconds."""
+    started = time.perf_counter()
+    gc.collect()
+    took = time.perf_counter() - started
+    oldest = gc.get_objects(generation=2)
+    facts = sum(1 for o in oldest if type(o) is decisions.IronicNodeFacts)
+    return len(oldest), facts, took
 
 
 def label(thread: threading.Thread) -> str:
@@ -345,6 +361,7 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
         ctxt, spec = self.prepare()
         self.collections = Collections()
         self.call(ctxt, spec, "drain")  # warms caches up
+        run.heap = heap()
         for round_ in range(run.repeat):
             start = round_ * run.burst
             phases = ["quiet", "busy", "burst"] if run.control else [
@@ -452,6 +469,10 @@ def main(argv: list[str] | None = None) -> int:
           f"+{args.thread_nice} over their process's; broker and publisher "
           f"at the lowest priority (the broker: {run.broker_priority}); "
           f"the scheduler's listener: {run.listening}")
+    tracked, facts, took = run.heap
+    print(f"Heap after the first call: {tracked:,} objects tracked in the "
+          f"oldest generation, {facts:,} of them nodes' facts; one full "
+          f"collection took {took * 1000:.0f} ms")
     phases = [run.quiet] + ([run.busy] if run.busy.times else []) + [
         run.during]
     quiet = statistics.median(run.quiet.times)
