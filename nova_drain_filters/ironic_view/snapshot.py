@@ -39,9 +39,12 @@ from collections.abc import Iterator
 from collections.abc import Mapping
 
 from nova_drain_filters import decisions
+from nova_drain_filters.ironic_view import node_table
 
 #: Changes to nodes: each node's facts, or None if Ironic deleted it.
 Changes = Mapping[str, decisions.IronicNodeFacts | None]
+#: The same, packed for the node table (``node_table.pack``).
+PackedChanges = Mapping[str, node_table.Packed | None]
 #: The share of one core that copying snapshots may take in an event storm:
 #: after a copy that took ``t`` seconds, the next waits ``t / COPY_DUTY``.
 COPY_DUTY = 0.05
@@ -63,7 +66,7 @@ class Unusable(Mapping[str, list[decisions.Reason]]):
 
     __slots__ = ("_nodes", "_uuids")
 
-    def __init__(self, nodes: dict[str, decisions.IronicNodeFacts],
+    def __init__(self, nodes: Mapping[str, decisions.IronicNodeFacts],
                  uuids: set[str]) -> None:
         self._nodes = nodes
         self._uuids = uuids
@@ -88,9 +91,13 @@ class Unusable(Mapping[str, list[decisions.Reason]]):
 
 @dataclasses.dataclass(frozen=True)
 class Snapshot:
-    """All Ironic nodes as one refresh saw them."""
+    """All Ironic nodes as one refresh saw them.
 
-    nodes: dict[str, decisions.IronicNodeFacts]
+    ``nodes`` may be given as any mapping of facts; the snapshot keeps
+    them in a ``node_table.NodeTable``, which the collector does not walk.
+    """
+
+    nodes: Mapping[str, decisions.IronicNodeFacts]
     #: Monotonic time the listing started: a node Nova knew before this
     #: moment and that is not listed was deleted from Ironic.
     started_at: float
@@ -105,9 +112,12 @@ class Snapshot:
         init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "unusable", Unusable(self.nodes, {
-            uuid for uuid, node in self.nodes.items()
-            if decisions.baremetal_reasons(node)}))
+        unusable = {uuid for uuid, node in self.nodes.items()
+                    if decisions.baremetal_reasons(node)}
+        if not isinstance(self.nodes, node_table.NodeTable):
+            object.__setattr__(self, "nodes",
+                               node_table.NodeTable.of(self.nodes))
+        object.__setattr__(self, "unusable", Unusable(self.nodes, unusable))
 
     def patched(self, changes: Changes) -> "Snapshot":
         """A copy with nodes replaced (facts) or removed (None).
@@ -120,41 +130,53 @@ class Snapshot:
         if not changes:
             return self
         new = self._copied()
-        new._overwrite(changes, unusable_among(changes))
+        new._overwrite(packed(changes), unusable_among(changes))
         return new
 
     def _copied(self) -> "Snapshot":
         """The same listing in dicts of its own: O(nodes)."""
         new = copy.copy(self)  # no __post_init__: nothing is listed again
-        nodes = dict(self.nodes)
+        nodes = self.table.copy()
         object.__setattr__(new, "nodes", nodes)
         object.__setattr__(new, "unusable", Unusable(
             nodes, set(self.unusable._uuids)))
         return new
 
-    def _overwrite(self, changes: Changes, unusable_now: set[str]) -> None:
-        """Put changes in this snapshot's own dicts: O(changes).
+    @property
+    def table(self) -> node_table.NodeTable:
+        """``nodes``, which ``__post_init__`` made a node table."""
+        assert isinstance(self.nodes, node_table.NodeTable)
+        return self.nodes
+
+    def _overwrite(self, changes: PackedChanges,
+                   unusable_now: set[str]) -> None:
+        """Put packed changes in this snapshot's own table: O(changes).
 
         ``unusable_now``: the changed nodes that cannot take an instance
         (``unusable_among``). Only for a snapshot no reader holds (a copy,
         or one ``Patches`` has not handed out); a reader's snapshot never
         changes.
         """
-        nodes, unusable = self.nodes, self.unusable._uuids
-        for uuid, facts in changes.items():
-            if facts is None:
-                nodes.pop(uuid, None)
-            else:
-                nodes[uuid] = facts
+        put, unusable = self.table.put, self.unusable._uuids
+        for uuid, node in changes.items():
+            put(uuid, node)
         unusable.difference_update(changes)
         unusable.update(unusable_now)
+
+
+def packed(changes: Changes) -> dict[str, node_table.Packed | None]:
+    """The changes as the node table keeps them."""
+    return {uuid: None if facts is None else node_table.pack(facts)
+            for uuid, facts in changes.items()}
 
 
 def unusable_among(changes: Changes) -> set[str]:
     """The changed nodes that cannot take an instance, worked out before
     any lock. Their reasons are dropped at once: whether a node has any is
     all a snapshot keeps (``Unusable``), so nothing an event brings
-    outlives its apply but the node's facts (``wire.py`` says why)."""
+    outlives its apply but the node's packed facts, which the collector
+    soon stops tracking (``node_table``; ``wire.py`` says why it
+    matters)."""
     return {uuid for uuid, facts in changes.items()
             if facts is not None and decisions.baremetal_reasons(facts)}
 
@@ -174,14 +196,13 @@ class Patches:
         self._snapshot: Snapshot | None = None
         #: True once ``current`` handed the snapshot out: it is frozen.
         self._handed_out = False
-        #: node uuid -> read at, and -> facts or None if deleted: the event
-        #: reads, replayed over a listing that started before the read.
-        #: Two dicts, not one of (read at, facts) pairs: a float and a
-        #: facts object are all the collector sees per node, not a third
-        #: object (a tuple holding an object stays tracked) kept until the
-        #: next listing.
+        #: node uuid -> read at, and -> packed facts or None if deleted:
+        #: the event reads, replayed over a listing that started before the
+        #: read. Two dicts of what the collector does not track (floats,
+        #: and tuples ``node_table.pack`` made), kept until the next
+        #: listing.
         self._event_at: dict[str, float] = {}
-        self._event_facts: dict[str, decisions.IronicNodeFacts | None] = {}
+        self._event_packed: dict[str, node_table.Packed | None] = {}
         self._event_lock = threading.Lock()
         self._read_lock = threading.Lock()
         #: Nodes a delete event named: missing without the known-before
@@ -259,25 +280,30 @@ class Patches:
         O(batch); one a reader holds is copied once for the whole batch.
         """
         with self._event_lock:
-            accepted: dict[str, decisions.IronicNodeFacts | None] = {}
-            event_at, event_facts = self._event_at, self._event_facts
+            accepted: dict[str, node_table.Packed | None] = {}
+            unusable_now: set[str] = set()
+            event_at, event_packed = self._event_at, self._event_packed
             for uuid, facts in changes.items():
                 if event_at.get(uuid, read_at) > read_at:
                     continue  # an even newer read is already in
                 event_at[uuid] = read_at
-                event_facts[uuid] = facts
                 if facts is None:
                     self._deleted.add(uuid)
+                    node = None
                 else:
                     self._deleted.discard(uuid)
-                accepted[uuid] = facts
+                    node = node_table.pack(facts)
+                    if decisions.baremetal_reasons(facts):
+                        unusable_now.add(uuid)
+                event_packed[uuid] = accepted[uuid] = node
             if self._snapshot is None or not accepted:
                 return 0
-            self._publish(accepted, unusable_among(accepted))
+            self._publish(accepted, unusable_now)
             self.batches += 1
             return len(accepted)
 
-    def _publish(self, changes: Changes, unusable_now: set[str]) -> None:
+    def _publish(self, changes: PackedChanges,
+                 unusable_now: set[str]) -> None:
         """Put changes in the current snapshot, or in its copy."""
         snap = self._snapshot
         assert snap is not None
@@ -307,10 +333,12 @@ class Patches:
             self._event_at = {
                 uuid: at for uuid, at in self._event_at.items()
                 if at >= snap.started_at}
-            self._event_facts = {
-                uuid: self._event_facts[uuid] for uuid in self._event_at}
+            self._event_packed = {
+                uuid: self._event_packed[uuid] for uuid in self._event_at}
             self._deleted -= snap.nodes.keys()
-            snap._overwrite(self._event_facts,
-                            unusable_among(self._event_facts))
+            snap._overwrite(self._event_packed, {
+                uuid for uuid, node in self._event_packed.items()
+                if node is not None and decisions.baremetal_reasons(
+                    node_table.unpack(uuid, node))})
             with self._read_lock:
                 self._snapshot, self._handed_out = snap, False

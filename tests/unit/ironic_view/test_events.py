@@ -319,7 +319,7 @@ class TestViewMerge(ListenerTestCase):
         self.assertTrue(self.view.refresh())
         self.assertEqual("available", self.node(NODE).provision_state)
         self.assertEqual(({}, {}), (self.view.patches._event_at,
-                                    self.view.patches._event_facts))
+                                    self.view.patches._event_packed))
 
     def test_an_older_read_never_replaces_a_newer_one(self) -> None:
         new = ironic_fakes.ironic_node(NODE, maintenance=True)

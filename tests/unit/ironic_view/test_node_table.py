@@ -1,0 +1,95 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The node table: facts in, the same facts out, nothing left to walk."""
+import gc
+
+import testtools
+
+from nova_drain_filters import decisions
+from nova_drain_filters.ironic_view import node_table
+
+NODE = "00000000-0000-4000-8000-000000000001"
+OTHER = "00000000-0000-4000-8000-000000000002"
+
+
+def every_field() -> decisions.IronicNodeFacts:
+    return decisions.IronicNodeFacts(
+        NODE, "clean failed", "power on", maintenance=True,
+        maintenance_reason="bmc", retired=True, retired_reason="old",
+        fault="clean failure", instance_uuid="inst", allocation_uuid="alloc",
+        name="rack1-u7", traits=frozenset({"CUSTOM_B", "CUSTOM_A"}),
+        resource_class="baremetal.gold")
+
+
+class PackTest(testtools.TestCase):
+    def test_every_field_comes_back(self) -> None:
+        facts = every_field()
+        back = node_table.unpack(NODE, node_table.pack(facts))
+        self.assertEqual(facts, back)
+        self.assertIsInstance(back.traits, frozenset)
+
+    def test_the_defaults_come_back(self) -> None:
+        facts = decisions.IronicNodeFacts(NODE, None)
+        self.assertEqual(facts,
+                         node_table.unpack(NODE, node_table.pack(facts)))
+
+    def test_a_packed_node_is_dropped_by_the_collector(self) -> None:
+        # The point of the table: after one look, a full collection of
+        # the scheduler's heap no longer walks the node.
+        packed = node_table.pack(every_field())
+        gc.collect()
+        self.assertFalse(gc.is_tracked(packed))
+        self.assertTrue(gc.is_tracked(every_field()))
+
+    def test_nodes_with_the_same_traits_share_them_both_ways(self) -> None:
+        traits = frozenset({"CUSTOM_X", "CUSTOM_Y"})
+        one = node_table.pack(decisions.IronicNodeFacts(
+            NODE, "available", traits=traits))
+        two = node_table.pack(decisions.IronicNodeFacts(
+            OTHER, "active", traits=frozenset(traits)))
+        self.assertIs(one[node_table.TRAITS_AT], two[node_table.TRAITS_AT])
+        self.assertIs(node_table.unpack(NODE, one).traits,
+                      node_table.unpack(OTHER, two).traits)
+
+
+class NodeTableTest(testtools.TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.facts = {NODE: every_field(),
+                      OTHER: decisions.IronicNodeFacts(OTHER, "available")}
+        self.table = node_table.NodeTable.of(self.facts)
+
+    def test_a_mapping_of_the_same_facts(self) -> None:
+        self.assertEqual(self.facts, self.table)
+        self.assertEqual(self.facts[NODE], self.table[NODE])
+        self.assertEqual(self.facts[NODE], self.table.get(NODE))
+        self.assertIsNone(self.table.get("missing"))
+        self.assertIn(OTHER, self.table)
+        self.assertNotIn("missing", self.table)
+        self.assertEqual({NODE, OTHER}, set(self.table))
+        self.assertEqual({NODE, OTHER}, set(self.table.keys()))
+        self.assertEqual(2, len(self.table))
+        self.assertRaises(KeyError, self.table.__getitem__, "missing")
+
+    def test_a_copy_changes_apart(self) -> None:
+        copied = self.table.copy()
+        copied.put(NODE, None)
+        copied.put("new", node_table.pack(
+            decisions.IronicNodeFacts("new", "enroll")))
+        self.assertEqual(self.facts, self.table)
+        self.assertEqual({OTHER, "new"}, set(copied))
+        self.assertEqual("enroll", copied["new"].provision_state)
+
+    def test_removing_a_node_it_lacks_is_no_error(self) -> None:
+        self.table.put("missing", None)
+        self.assertEqual(2, len(self.table))
