@@ -136,14 +136,14 @@ class IronicView:
                     or ironic.DEFAULT_READ_TIMEOUT)
             client = self._client
             before = client.requests
-            nodes: dict[str, decisions.IronicNodeFacts] = {}
+            listing = snapshot.Listing()
             page_size = CONF.drain_filters.baremetal_page_size
             for page in client.iter_node_pages(page_size):
                 refresher.progress()
-                nodes.update((n.uuid, n) for n in page)
+                listing.add(page)
             requests = client.requests - before
-            snap = snapshot.Snapshot(nodes, started, self._clock(), requests,
-                            started_wall)
+            snap = listing.snapshot(started, self._clock(), requests,
+                                    started_wall)
         except Exception as exc:  # never let Ironic's trouble escape
             if refresher.is_current(generation):
                 self.last_error = str(exc)
@@ -162,7 +162,8 @@ class IronicView:
             self._check_credentials(client)
         LOG.debug("Ironic snapshot refreshed: %(n)d nodes in %(r)d requests "
                   "(%(u)d unusable)",
-                  {"n": len(nodes), "u": len(snap.unusable), "r": requests})
+                  {"n": len(snap.nodes), "u": len(snap.unusable),
+                   "r": requests})
         return True
 
     def _check_credentials(self, client: ironic.IronicClient) -> None:

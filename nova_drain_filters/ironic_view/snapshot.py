@@ -17,6 +17,8 @@ found once, so a filter's healthy host costs one lookup. It keeps which
 nodes are unusable, not their reasons: a list and its reasons per node
 would be two or three more objects for the garbage collector to walk in
 every full collection of the scheduler's heap (``Unusable``).
+Its nodes are kept packed (``node_table``), where a full collection of the
+scheduler's heap does not walk them.
 ``Patches`` keeps the view's current snapshot: a listing goes in whole, and
 a batch of events replaces or removes nodes without judging the other
 nodes again. No I/O here.
@@ -35,6 +37,7 @@ import datetime
 import threading
 import time
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Mapping
 
@@ -162,6 +165,41 @@ class Snapshot:
             put(uuid, node)
         unusable.difference_update(changes)
         unusable.update(unusable_now)
+
+
+class Listing:
+    """A listing's nodes as its pages arrive, packed at once.
+
+    Each page's facts can go as soon as it is added, so a listing never
+    holds two copies of the nodes: a dict of facts handed to ``Snapshot``
+    would have been 50,000 more objects alive beside the table, on top of
+    the snapshot it replaces.
+    """
+
+    def __init__(self) -> None:
+        self.table = node_table.NodeTable()
+        self.unusable: set[str] = set()
+
+    def add(self, page: Iterable[decisions.IronicNodeFacts]) -> None:
+        put, unusable = self.table.put, self.unusable
+        for facts in page:
+            put(facts.uuid, node_table.pack(facts))
+            if decisions.baremetal_reasons(facts):
+                unusable.add(facts.uuid)
+            else:
+                unusable.discard(facts.uuid)
+
+    def snapshot(self, started_at: float, finished_at: float,
+                 requests: int, started_wall: datetime.datetime
+                 ) -> Snapshot:
+        """The listing as a snapshot; the listing is used up."""
+        snap = Snapshot(node_table.NodeTable(), started_at, finished_at,
+                        requests, started_wall)
+        object.__setattr__(snap, "nodes", self.table)
+        object.__setattr__(snap, "unusable",
+                           Unusable(self.table, self.unusable))
+        self.table, self.unusable = node_table.NodeTable(), set()
+        return snap
 
 
 def packed(changes: Changes) -> dict[str, node_table.Packed | None]:

@@ -11,12 +11,17 @@
 # under the License.
 
 """The node table: facts in, the same facts out, nothing left to walk."""
+import dataclasses
+import datetime
 import gc
+import tracemalloc
+from collections.abc import Iterator
 
 import testtools
 
 from nova_drain_filters import decisions
 from nova_drain_filters.ironic_view import node_table
+from nova_drain_filters.ironic_view import snapshot
 
 NODE = "00000000-0000-4000-8000-000000000001"
 OTHER = "00000000-0000-4000-8000-000000000002"
@@ -93,3 +98,56 @@ class NodeTableTest(testtools.TestCase):
     def test_removing_a_node_it_lacks_is_no_error(self) -> None:
         self.table.put("missing", None)
         self.assertEqual(2, len(self.table))
+
+
+class ListingTest(testtools.TestCase):
+    """A refresh's listing, packed page by page."""
+
+    WALL = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+
+    def test_the_same_snapshot_as_from_the_facts(self) -> None:
+        broken = decisions.IronicNodeFacts(NODE, "available", "power on",
+                                           maintenance=True)
+        fine = decisions.IronicNodeFacts(OTHER, "available", "power on")
+        listing = snapshot.Listing()
+        listing.add([broken, fine])
+        # A node listed again on a later page: the later read wins, and a
+        # node repaired meanwhile leaves the unusable ones.
+        listing.add([dataclasses.replace(broken, maintenance=False),
+                     dataclasses.replace(fine, fault="power failure")])
+        snap = listing.snapshot(1.0, 2.0, 3, self.WALL)
+        expected = snapshot.Snapshot(
+            {NODE: dataclasses.replace(broken, maintenance=False),
+             OTHER: dataclasses.replace(fine, fault="power failure")},
+            1.0, 2.0, 3, self.WALL)
+        self.assertEqual(expected.nodes, snap.nodes)
+        self.assertEqual({OTHER}, set(snap.unusable))
+        self.assertEqual(decisions.baremetal_reasons(snap.nodes[OTHER]),
+                         snap.unusable[OTHER])
+        self.assertEqual((1.0, 2.0, 3, self.WALL),
+                         (snap.started_at, snap.finished_at, snap.requests,
+                          snap.started_wall))
+        # Used up: a second snapshot shares nothing with the first.
+        self.assertEqual(0, len(listing.snapshot(1.0, 2.0, 3,
+                                                 self.WALL).nodes))
+
+    def test_a_listing_never_holds_every_nodes_facts(self) -> None:
+        # Pages come and go: at most one page of facts is alive beside the
+        # table, where a dict of all the facts was as large again.
+        count, size = 20000, 500
+
+        def pages() -> Iterator[list[decisions.IronicNodeFacts]]:
+            for start in range(0, count, size):
+                yield [decisions.IronicNodeFacts(
+                    f"{i:036d}", "available", "power on", name=f"n{i}")
+                    for i in range(start, start + size)]
+
+        tracemalloc.start()
+        self.addCleanup(tracemalloc.stop)
+        listing = snapshot.Listing()
+        for page in pages():
+            listing.add(page)
+        del page
+        held, peak = tracemalloc.get_traced_memory()
+        self.assertEqual(count, len(listing.table))
+        self.assertLess(peak, 1.2 * held, (held, peak))
