@@ -232,6 +232,9 @@ def child(transport_url: str, count: int, scheduler: bool) -> int:
     tune_transport()
     nodes = filters_bench.make_nodes(count, 0.0)
     listing = filters_bench.Listing(nodes)
+    # Only the scheduling thread's candidates stay (its HostStates, as
+    # Nova's would): the rest of the facts are Ironic's, not this heap's.
+    nodes = nodes[:CANDIDATES] if scheduler else []
     view = ironic_view.IronicView(client_factory=lambda: listing)  # type: ignore
     ironic_view.set_view(view)
     phase = [Phase("start")]
