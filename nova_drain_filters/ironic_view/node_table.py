@@ -15,12 +15,9 @@
 A scheduler process keeps the facts of every Ironic node for as long as it
 runs, and each full garbage collection walks every object the collector
 tracks. An ``IronicNodeFacts`` is such an object, like any instance of a
-class: measured in ``select_burst`` (Nova's harness, 1,000 compute nodes,
-a 50,000-node view), the facts were 50,000 of the 481,000 objects in the
-oldest generation, and a full collection took 0.4 s or more. An event
-made a new one, which lived on in the snapshot: every event of a burst
-went up into the oldest generation, and brought the next full
-collection nearer, in the middle of requests.
+class: in ``select_burst`` (Nova's harness, 1,000 compute nodes, a
+50,000-node view) the facts were 50,000 of the 484,000 objects in the
+oldest generation, and each event left a new one behind in the snapshot.
 
 So the table keeps each node as a plain tuple of its fields (``pack``):
 strings, booleans and None, with the traits joined in one string. CPython
@@ -30,7 +27,10 @@ collector nothing after its first young collection, and an event's node
 never reaches the older generations. The facts are built again when
 asked (``unpack``: as long as building them took, a few microseconds):
 the filters ask only for the unusable nodes they meet, and otherwise only
-test membership.
+test membership. What it bought, measured (``doc/source/testing.rst``):
+a heap a tenth smaller and 2.4 MB less for 50,000 nodes; a full
+collection only a few percent shorter, and no change in the calls'
+slowdown during a burst.
 """
 import dataclasses
 import operator
@@ -100,7 +100,7 @@ class NodeTable(Mapping[str, decisions.IronicNodeFacts]):
     """Node uuid -> facts, kept packed (``pack``) and built on reading.
 
     Membership, length and iteration cost what a dict's do. Only the
-    snapshot that owns a table changes it (``put``, ``drop``), and only
+    snapshot or listing that owns a table changes it (``put``), and only
     before a reader was handed it.
     """
 
