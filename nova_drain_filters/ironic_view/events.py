@@ -417,12 +417,12 @@ class EventListener:
         read_at = self._clock()
         rereads = [value for value in batch.values()
                    if isinstance(value, notifications.NodeEvent)]
-        changes = cast(dict[str, decisions.IronicNodeFacts | None], batch)
+        changes = cast(snapshot.PackedChanges, batch)
         if rereads:
             changes = {uuid: value for uuid, value in changes.items()
                        if not isinstance(value, notifications.NodeEvent)}
         if changes:
-            self.view.patches.apply(changes, read_at)
+            self.view.patches.apply_packed(changes, read_at)
             self.applied += len(changes)
         for event in rereads:
             try:

@@ -42,13 +42,19 @@ from typing import Any
 from nova_drain_filters import decisions
 
 #: One node's fields after its uuid (the table's key), in
-#: ``IronicNodeFacts``'s order, the traits as one string (``_traits_key``).
+#: ``IronicNodeFacts``'s order, the traits as one string (``_traits_key``),
+#: then whether the node is unusable (``decisions.baremetal_reasons``).
 Packed = tuple[Any, ...]
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(
     decisions.IronicNodeFacts))[1:]
-#: Where a packed node keeps its traits.
-TRAITS_AT = _FIELDS.index("traits")
+#: Where a packed node keeps a field (``FIELD_AT["traits"]``), and its
+#: verdict: True if it cannot take an instance (``is_unusable``).
+FIELD_AT = {name: at for at, name in enumerate(_FIELDS)}
+TRAITS_AT = FIELD_AT["traits"]
+UNUSABLE_AT = len(_FIELDS)
+#: How many values a packed node has.
+WIDTH = UNUSABLE_AT + 1
 _fields_of = operator.attrgetter(*_FIELDS)
 
 #: Joins a node's trait names in its packed form: no trait name holds it
@@ -79,21 +85,47 @@ def _traits_set(key: str) -> frozenset[str]:
     found = _SETS.get(key)
     if found is not None:
         return found
-    return decisions.shared_traits(frozenset(key.split(_JOIN)))
+    found = decisions.shared_traits(frozenset(key.split(_JOIN)))
+    if len(_SETS) < decisions.TRAIT_SETS_MAX:
+        _SETS[key] = found
+    return found
+
+
+def shared_key(key: str) -> str:
+    """The one string of the traits ``key`` names, as ``pack`` gives it.
+
+    For keys that came from elsewhere (a reader's batch, ``wire.py``): each
+    batch brings its own copy of a trait set's string, and a node would
+    keep its copy for as long as it is in the table.
+    """
+    return _traits_key(_traits_set(key))
 
 
 def pack(facts: decisions.IronicNodeFacts) -> Packed:
-    """A node's facts but its uuid, as a tuple the collector drops."""
+    """A node's facts but its uuid, and its verdict, as a tuple the
+    collector drops.
+
+    The verdict is worked out here, once for each read of a node: a
+    process that takes packed nodes from its host's reader (``wire.py``)
+    takes the reader's verdict with them.
+    """
     values = _fields_of(facts)
     return (values[:TRAITS_AT] + (_traits_key(values[TRAITS_AT]),)
-            + values[TRAITS_AT + 1:])
+            + values[TRAITS_AT + 1:]
+            + (bool(decisions.baremetal_reasons(facts)),))
 
 
 def unpack(uuid: str, packed: Packed) -> decisions.IronicNodeFacts:
     """The facts ``pack`` made ``packed`` from, for the node ``uuid``."""
     return decisions.IronicNodeFacts(uuid, *(
         packed[:TRAITS_AT] + (_traits_set(packed[TRAITS_AT]),)
-        + packed[TRAITS_AT + 1:]))
+        + packed[TRAITS_AT + 1:UNUSABLE_AT]))
+
+
+def is_unusable(packed: Packed) -> bool:
+    """Whether the node ``pack`` made ``packed`` of cannot take an
+    instance (it has ``decisions.baremetal_reasons``)."""
+    return bool(packed[UNUSABLE_AT])
 
 
 class NodeTable(Mapping[str, decisions.IronicNodeFacts]):
@@ -129,6 +161,11 @@ class NodeTable(Mapping[str, decisions.IronicNodeFacts]):
 
     def keys(self) -> KeysView[str]:
         return self._packed.keys()
+
+    def unusable(self) -> set[str]:
+        """The nodes that cannot take an instance, by their verdicts."""
+        return {uuid for uuid, packed in self._packed.items()
+                if packed[UNUSABLE_AT]}
 
     def __repr__(self) -> str:
         return f"NodeTable({len(self._packed)} nodes)"

@@ -28,6 +28,7 @@ from oslo_utils import uuidutils
 
 from nova_drain_filters import decisions
 from nova_drain_filters.clients import ironic
+from nova_drain_filters.ironic_view import node_table
 
 NODE_EVENT = "baremetal.node."
 ALLOCATION_EVENT = "baremetal.allocation."
@@ -68,16 +69,18 @@ class NodeEvent:
 
 
 #: What the apply needs of a node's latest event: the node's facts from
-#: the payload, None for a delete, or the event itself when the node must
-#: be re-read. One object a node while it waits, the facts it keeps.
-Pending = decisions.IronicNodeFacts | NodeEvent | None
+#: the payload, packed with their verdict as the snapshot keeps them
+#: (``node_table.pack``), None for a delete, or the event itself when the
+#: node must be re-read. One object a node while it waits, and one the
+#: collector soon stops tracking.
+Pending = node_table.Packed | NodeEvent | None
 
 
 def pending(event: NodeEvent) -> Pending:
     """What the apply needs of ``event`` (``Pending``)."""
     if event.deleted:
         return None
-    return event if event.facts is None else event.facts
+    return event if event.facts is None else node_table.pack(event.facts)
 
 
 def parse_event(event_type: Any, payload: Any) -> NodeEvent | None:

@@ -115,12 +115,11 @@ class Snapshot:
         init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        unusable = {uuid for uuid, node in self.nodes.items()
-                    if decisions.baremetal_reasons(node)}
         if not isinstance(self.nodes, node_table.NodeTable):
             object.__setattr__(self, "nodes",
                                node_table.NodeTable.of(self.nodes))
-        object.__setattr__(self, "unusable", Unusable(self.nodes, unusable))
+        object.__setattr__(self, "unusable", Unusable(
+            self.nodes, self.table.unusable()))
 
     def patched(self, changes: Changes) -> "Snapshot":
         """A copy with nodes replaced (facts) or removed (None).
@@ -133,7 +132,7 @@ class Snapshot:
         if not changes:
             return self
         new = self._copied()
-        new._overwrite(packed(changes), unusable_among(changes))
+        new._overwrite(packed(changes))
         return new
 
     def _copied(self) -> "Snapshot":
@@ -151,20 +150,21 @@ class Snapshot:
         assert isinstance(self.nodes, node_table.NodeTable)
         return self.nodes
 
-    def _overwrite(self, changes: PackedChanges,
-                   unusable_now: set[str]) -> None:
+    def _overwrite(self, changes: PackedChanges) -> None:
         """Put packed changes in this snapshot's own table: O(changes).
 
-        ``unusable_now``: the changed nodes that cannot take an instance
-        (``unusable_among``). Only for a snapshot no reader holds (a copy,
-        or one ``Patches`` has not handed out); a reader's snapshot never
-        changes.
+        Each packed node says whether it is unusable (``node_table``).
+        Only for a snapshot no reader holds (a copy, or one ``Patches``
+        has not handed out); a reader's snapshot never changes.
         """
-        put, unusable = self.table.put, self.unusable._uuids
+        put = self.table.put
+        add, discard = self.unusable._uuids.add, self.unusable._uuids.discard
         for uuid, node in changes.items():
             put(uuid, node)
-        unusable.difference_update(changes)
-        unusable.update(unusable_now)
+            if node is not None and node[node_table.UNUSABLE_AT]:
+                add(uuid)
+            else:
+                discard(uuid)
 
 
 class Listing:
@@ -183,8 +183,9 @@ class Listing:
     def add(self, page: Iterable[decisions.IronicNodeFacts]) -> None:
         put, unusable = self.table.put, self.unusable
         for facts in page:
-            put(facts.uuid, node_table.pack(facts))
-            if decisions.baremetal_reasons(facts):
+            node = node_table.pack(facts)
+            put(facts.uuid, node)
+            if node[node_table.UNUSABLE_AT]:
                 unusable.add(facts.uuid)
             else:
                 unusable.discard(facts.uuid)
@@ -206,17 +207,6 @@ def packed(changes: Changes) -> dict[str, node_table.Packed | None]:
     """The changes as the node table keeps them."""
     return {uuid: None if facts is None else node_table.pack(facts)
             for uuid, facts in changes.items()}
-
-
-def unusable_among(changes: Changes) -> set[str]:
-    """The changed nodes that cannot take an instance, worked out before
-    any lock. Their reasons are dropped at once: whether a node has any is
-    all a snapshot keeps (``Unusable``), so nothing an event brings
-    outlives its apply but the node's packed facts, which the collector
-    soon stops tracking (``node_table``; ``wire.py`` says why it
-    matters)."""
-    return {uuid for uuid, facts in changes.items()
-            if facts is not None and decisions.baremetal_reasons(facts)}
 
 
 class Patches:
@@ -310,51 +300,54 @@ class Patches:
 
     def apply(self, changes: Changes, read_at: float) -> int:
         """Apply a batch of changes read at ``read_at`` (view clock) as one
-        step; the number that went in.
+        step; the number that went in (``apply_packed``)."""
+        return self.apply_packed(packed(changes), read_at)
+
+    def apply_packed(self, changes: PackedChanges, read_at: float) -> int:
+        """Apply a batch of packed changes read at ``read_at`` (view clock)
+        as one step; the number that went in.
 
         A change to a node read again since ``read_at`` is left out.
         Readers see the snapshot before the batch or after it, never
         between: a snapshot nobody was handed takes the batch in place,
         O(batch); one a reader holds is copied once for the whole batch.
+        The nodes come packed, each with its verdict (``node_table.pack``),
+        as a reader's batch brings them (``wire.py``): nothing is built or
+        judged here.
         """
         with self._event_lock:
             accepted: dict[str, node_table.Packed | None] = {}
-            unusable_now: set[str] = set()
             event_at, event_packed = self._event_at, self._event_packed
-            for uuid, facts in changes.items():
+            deleted = self._deleted
+            for uuid, node in changes.items():
                 if event_at.get(uuid, read_at) > read_at:
                     continue  # an even newer read is already in
                 event_at[uuid] = read_at
-                if facts is None:
-                    self._deleted.add(uuid)
-                    node = None
+                if node is None:
+                    deleted.add(uuid)
                 else:
-                    self._deleted.discard(uuid)
-                    node = node_table.pack(facts)
-                    if decisions.baremetal_reasons(facts):
-                        unusable_now.add(uuid)
+                    deleted.discard(uuid)
                 event_packed[uuid] = accepted[uuid] = node
             if self._snapshot is None or not accepted:
                 return 0
-            self._publish(accepted, unusable_now)
+            self._publish(accepted)
             self.batches += 1
             return len(accepted)
 
-    def _publish(self, changes: PackedChanges,
-                 unusable_now: set[str]) -> None:
+    def _publish(self, changes: PackedChanges) -> None:
         """Put changes in the current snapshot, or in its copy."""
         snap = self._snapshot
         assert snap is not None
         with self._read_lock:
             if not self._handed_out:
                 # O(changes); nobody holds it
-                snap._overwrite(changes, unusable_now)
+                snap._overwrite(changes)
                 return
         # Handed out, so frozen: copy it outside the read lock (readers go
         # on reading the old one) and swap the copy in.
         started = self._timer()
         new = snap._copied()
-        new._overwrite(changes, unusable_now)
+        new._overwrite(changes)
         self._copied_at, self._copy_cost = started, self._timer() - started
         self.copies += 1
         with self._read_lock:
@@ -374,9 +367,6 @@ class Patches:
             self._event_packed = {
                 uuid: self._event_packed[uuid] for uuid in self._event_at}
             self._deleted -= snap.nodes.keys()
-            snap._overwrite(self._event_packed, {
-                uuid for uuid, node in self._event_packed.items()
-                if node is not None and decisions.baremetal_reasons(
-                    node_table.unpack(uuid, node))})
+            snap._overwrite(self._event_packed)
             with self._read_lock:
                 self._snapshot, self._handed_out = snap, False

@@ -17,7 +17,8 @@ code in a parent and the child it started (``Channel``).
 
 A batch of parsed events travels in columns (``encode_batch``), not as a
 tuple per event. What the parent builds from it (``decode_batch``) is one
-object per node, its facts, and nothing else that lives past the call.
+object per node, the node packed as the snapshot keeps it
+(``node_table.pack``), and nothing else that lives past the call.
 Why: every container the parent allocates counts towards Nova's next
 garbage collection. A batch of 1,000 events as tuples (an event, its
 fields, its traits' set, then a ``NodeEvent``) kept about 4,000 of them
@@ -33,43 +34,43 @@ A batch's columns, in order:
 * the kinds, one byte an event: ``FACTS``, ``DELETED`` or ``REREAD``;
 * the event types of the ``REREAD`` events, by position (a re-read is
   logged by its event's type);
-* the facts' fields after the uuid, one list a field in
-  ``IronicNodeFacts``'s order, one entry for each ``FACTS`` event, but
-  traits as an index into
-* the batch's distinct trait sets, each a sorted tuple.
+* the packed nodes of the ``FACTS`` events, one list for each of a
+  packed node's values (``node_table.WIDTH``): the facts' fields after
+  the uuid, the traits as one string, and the node's verdict.
+
+The reader packs, and so judges, each node once for the host: every
+process that follows it (``host_reader.py``) puts the packed nodes into
+its snapshot as they come (``Patches.apply_packed``). Building each
+node's facts and judging them again in each of eight processes cost
+about 10 µs an event in each, a third of what the eight processes spent
+on events in a burst (``doc/source/testing.rst``, "Packed on the wire").
 """
-import dataclasses
 import pickle
 import socket
 import struct
 import threading
 from typing import Any
 
-from nova_drain_filters import decisions
 from nova_drain_filters.ironic_view import consumer
+from nova_drain_filters.ironic_view import node_table
 from nova_drain_filters.ironic_view import notifications
 
 _HEADER = struct.Struct(">I")
-#: The facts' fields the columns carry: all but the uuid, which the
-#: event's own column gives.
-_FACT_FIELDS = tuple(f.name for f in dataclasses.fields(
-    decisions.IronicNodeFacts))[1:]
-_TRAITS = _FACT_FIELDS.index("traits")
 
 #: The batch format's version. The reader is started from the installed
 #: package, the parent runs what it loaded: after an upgrade under a
 #: running scheduler the two may differ, and a reader must not misread.
-VERSION = 2
+VERSION = 3
 #: The fields of a batch message in this version: ``("batch", seq,
-#: events, received, dropped, columns)``. Version 1 sent five.
+#: events, received, dropped, columns)``. Version 1 sent five; version 2 sent
+#: facts in its columns, not packed nodes.
 BATCH_FIELDS = 6
 
 #: An event's kind on the wire.
 FACTS, DELETED, REREAD = 0, 1, 2
 
 #: A batch on the wire (see the module's docstring).
-Columns = tuple[list[str], bytes, dict[int, str], list[list[Any]],
-                list[tuple[str, ...]]]
+Columns = tuple[list[str], bytes, dict[int, str], list[list[Any]]]
 
 
 class ReaderGone(EOFError):
@@ -81,49 +82,50 @@ class VersionMismatch(RuntimeError):
 
 
 def encode_batch(events: list[notifications.NodeEvent]) -> Columns:
-    """A reader's parsed events as columns."""
+    """A reader's parsed events as columns, each node packed and judged
+    (``node_table.pack``)."""
     uuids = []
     kinds = bytearray()
     rereads: dict[int, str] = {}
-    columns: list[list[Any]] = [[] for _ in _FACT_FIELDS]
-    trait_sets: dict[frozenset[str], int] = {}
+    rows = []
     for position, event in enumerate(events):
         uuids.append(event.node_uuid)
-        facts = event.facts
         if event.deleted:
             kinds.append(DELETED)
-        elif facts is None:
+        elif event.facts is None:
             kinds.append(REREAD)
             rereads[position] = event.event_type
         else:
             kinds.append(FACTS)
-            for column, name in zip(columns, _FACT_FIELDS, strict=True):
-                column.append(getattr(facts, name))
-            traits = columns[_TRAITS]
-            traits[-1] = trait_sets.setdefault(traits[-1], len(trait_sets))
-    table = [tuple(sorted(found)) for found in trait_sets]
-    return uuids, bytes(kinds), rereads, columns, table
+            rows.append(node_table.pack(event.facts))
+    columns = ([list(column) for column in zip(*rows, strict=True)] if rows
+               else [[] for _ in range(node_table.WIDTH)])
+    return uuids, bytes(kinds), rereads, columns
 
 
 def decode_batch(columns: Columns) -> dict[str, notifications.Pending]:
-    """Each node's latest event of a batch, as the apply needs it.
+    """Each node's latest event of a batch, as the apply needs it: the
+    packed node, None for a delete, or the event for a re-read.
 
-    Facts go through ``IronicNodeFacts.__init__``, so that they keep no
-    ``__dict__`` of their own (one more object per node for every full
-    collection to walk), and nodes with the same traits share one set.
+    Nodes with the same traits share one string (``node_table.shared_key``)
+    and nothing is built per node but its packed tuple.
     """
-    uuids, kinds, rereads, columns_in, table = columns
-    sets = [decisions.shared_traits(frozenset(found)) for found in table]
-    fields = list(columns_in)  # the caller's columns stay as they came
-    fields[_TRAITS] = [sets[index] for index in fields[_TRAITS]]
-    with_facts = [uuid for uuid, kind in zip(uuids, kinds, strict=True)
-                  if kind == FACTS]
-    facts = map(decisions.IronicNodeFacts, with_facts, *fields)
+    uuids, kinds, rereads, fields_in = columns
+    if len(fields_in) != node_table.WIDTH:
+        raise VersionMismatch(
+            f"a batch of {len(fields_in)} columns, not {node_table.WIDTH}")
+    fields = list(fields_in)  # the caller's columns stay as they came
+    traits = fields[node_table.TRAITS_AT]
+    shared = {key: node_table.shared_key(key) for key in set(traits)}
+    fields[node_table.TRAITS_AT] = [shared[key] for key in traits]
+    rows = zip(*fields, strict=True)
+    if not rereads and DELETED not in kinds:
+        return dict(zip(uuids, rows, strict=True))  # the last event wins
     latest: dict[str, notifications.Pending] = {}
     for position, (uuid, kind) in enumerate(
             zip(uuids, kinds, strict=True)):
         if kind == FACTS:
-            latest[uuid] = next(facts)
+            latest[uuid] = next(rows)
         elif kind == DELETED:
             latest[uuid] = None
         else:

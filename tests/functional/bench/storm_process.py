@@ -47,6 +47,7 @@ from nova_drain_filters import decisions
 from nova_drain_filters import ironic_view
 from nova_drain_filters.filters import FILTER_CLASSES
 from nova_drain_filters.ironic_view import listening
+from nova_drain_filters.ironic_view import node_table
 from nova_drain_filters.ironic_view import priority
 from tests.functional.bench import events_common
 from tests.functional.bench import filters as filters_bench
@@ -121,20 +122,21 @@ def count_collections(phase: list[Phase]) -> None:
 
 def record_lags(view: ironic_view.IronicView, phase: list[Phase]) -> None:
     """Time every batch the view applies, from each event's stamp."""
-    apply = view.patches.apply
+    apply = view.patches.apply_packed
+    at = node_table.FIELD_AT["maintenance_reason"]
 
     def timed(changes: Any, read_at: float) -> int:
         count = apply(changes, read_at)
         now = time.time()
         current = phase[0]
-        for facts in changes.values():
-            reason = facts.maintenance_reason if facts else None
+        for node in changes.values():
+            reason = node[at] if node else None
             if reason and reason.startswith(STAMP):
                 current.lags.append(now - float(reason[len(STAMP):]))
         current.last_applied = now
         return count
 
-    view.patches.apply = timed  # type: ignore[method-assign]
+    view.patches.apply_packed = timed  # type: ignore[method-assign]
 
 
 def schedule(nodes: list[decisions.IronicNodeFacts], phase: list[Phase],

@@ -67,6 +67,49 @@ class PackTest(testtools.TestCase):
                       node_table.unpack(OTHER, two).traits)
 
 
+class VerdictTest(testtools.TestCase):
+    """A packed node carries its verdict, the decision core's."""
+
+    def test_the_verdict_is_the_decision_cores(self) -> None:
+        base = decisions.IronicNodeFacts(NODE, "available", "power off")
+        variants = [base, every_field(),
+                    decisions.IronicNodeFacts(NODE, None)]
+        variants += [dataclasses.replace(base, **change) for change in (
+            {"provision_state": "clean wait"}, {"power_state": None},
+            {"power_state": "error"}, {"power_state": "power on"},
+            {"maintenance": True}, {"retired": True},
+            {"fault": "power failure"}, {"instance_uuid": "inst"},
+            {"allocation_uuid": "alloc"}, {"name": "n1"},
+            {"traits": frozenset({"CUSTOM_A"})})]
+        verdicts = [node_table.is_unusable(node_table.pack(facts))
+                    for facts in variants]
+        self.assertEqual([bool(decisions.baremetal_reasons(facts))
+                          for facts in variants], verdicts)
+        self.assertIn(True, verdicts)
+        self.assertIn(False, verdicts)
+
+    def test_a_table_names_its_unusable_nodes(self) -> None:
+        table = node_table.NodeTable.of({
+            NODE: every_field(),
+            OTHER: decisions.IronicNodeFacts(OTHER, "available",
+                                             "power off")})
+        self.assertEqual({NODE}, table.unusable())
+
+    def test_a_trait_key_from_elsewhere_is_shared(self) -> None:
+        # A reader's batch brings its own copy of each trait string
+        # (wire.py); the table keeps one.
+        mine = node_table.pack(decisions.IronicNodeFacts(
+            NODE, "available", traits=frozenset({"CUSTOM_Q", "CUSTOM_P"})))
+        theirs = "".join(["CUSTOM_P\n", "CUSTOM_Q"])
+        self.assertIsNot(mine[node_table.TRAITS_AT], theirs)
+        self.assertIs(mine[node_table.TRAITS_AT],
+                      node_table.shared_key(theirs))
+        fresh = "".join(["CUSTOM_NEVER_SEEN_", "1"])
+        self.assertIs(node_table.shared_key(fresh),
+                      node_table.shared_key("CUSTOM_NEVER_SEEN_1"))
+        self.assertEqual("", node_table.shared_key(""))
+
+
 class NodeTableTest(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()

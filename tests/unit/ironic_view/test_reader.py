@@ -35,6 +35,7 @@ from oslo_config import fixture as config_fixture
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
+from nova_drain_filters.ironic_view import node_table
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import priority
 from nova_drain_filters.ironic_view import reader
@@ -146,7 +147,9 @@ class ParentTest(testtools.TestCase):
         self.child.channel.send(("state", True))
         self.assertIsNone(self.child.applied(0.3))
         self.assertEqual(3, len(self.got))
-        self.assertEqual(({NODE: event.facts}, 1, 2, 1), self.got[0])
+        assert event.facts is not None
+        self.assertEqual(({NODE: node_table.pack(event.facts)}, 1, 2, 1),
+                         self.got[0])
         self.assertTrue(self.proc.connected())
         # The second applied first: nothing is acked past the first.
         self.done[1] = True

@@ -24,6 +24,7 @@ from nova_drain_filters import decisions
 from nova_drain_filters.ironic_view import consumer
 from nova_drain_filters.ironic_view import events
 from nova_drain_filters.ironic_view import listening
+from nova_drain_filters.ironic_view import node_table
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import snapshot
 from tests.unit import ironic_fakes
@@ -147,6 +148,27 @@ class TestCopies(testtools.TestCase):
                 1.0 + batch))
         self.assertEqual((10, 10), (self.patches.copies,
                                     self.patches.batches))
+
+    def test_packed_nodes_go_in_with_the_verdict_they_bring(self) -> None:
+        # A process that follows its host's reader takes each node packed
+        # and judged there (wire.py): nothing is judged again here, and
+        # a replayed node keeps its verdict over the next listing.
+        fine = ironic_fakes.ironic_node(uuid(5))
+        self.assertEqual([], decisions.baremetal_reasons(fine))
+        judged = node_table.pack(fine)[:-1] + (True,)
+        self.assertEqual(1, self.patches.apply_packed({uuid(5): judged},
+                                                      5.0))
+        snap = self.patches.current
+        assert snap is not None
+        self.assertIn(uuid(5), snap.unusable)
+        self.patches.install(listing(started=4.0))
+        snap = self.patches.current
+        assert snap is not None
+        self.assertIn(uuid(5), snap.unusable)
+        self.patches.apply_packed({uuid(5): node_table.pack(fine)}, 6.0)
+        snap = self.patches.current
+        assert snap is not None
+        self.assertNotIn(uuid(5), snap.unusable)
 
     def test_a_listing_takes_the_replay_without_a_copy(self) -> None:
         read(self.patches)

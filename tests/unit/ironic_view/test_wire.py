@@ -24,6 +24,7 @@ import fixtures
 import testtools
 
 from nova_drain_filters import decisions
+from nova_drain_filters.ironic_view import node_table
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import snapshot
 from nova_drain_filters.ironic_view import wire
@@ -59,11 +60,16 @@ class ColumnsTest(testtools.TestCase):
             "baremetal.allocation.create.end")
         back = through([full, gone, reread])
         self.assertEqual([NODE, OTHER, reread.node_uuid], list(back))
-        self.assertEqual(full.facts, back[NODE])
-        self.assertEqual(hash(full.facts), hash(back[NODE]))
         assert full.facts is not None
+        node = back[NODE]
+        assert isinstance(node, tuple)
+        self.assertEqual(node_table.pack(full.facts), node)
+        self.assertEqual(full.facts, node_table.unpack(NODE, node))
+        # Judged by the reader: the process takes the verdict as it came.
+        self.assertTrue(node_table.is_unusable(node))
         self.assertEqual(decisions.baremetal_reasons(full.facts),
-                         decisions.baremetal_reasons(back[NODE]))
+                         decisions.baremetal_reasons(
+                             node_table.unpack(NODE, node)))
         self.assertIsNone(back[OTHER])
         self.assertEqual(reread, back[reread.node_uuid])
         self.assertEqual({}, through([]))
@@ -78,19 +84,36 @@ class ColumnsTest(testtools.TestCase):
                         node_event(provision_state="available",
                                    maintenance=True)])
         self.assertEqual({NODE, OTHER}, set(back))
-        facts = back[NODE]
-        assert isinstance(facts, decisions.IronicNodeFacts)
+        node = back[NODE]
+        assert isinstance(node, tuple)
+        facts = node_table.unpack(NODE, node)
         self.assertEqual(("available", True),
                          (facts.provision_state, facts.maintenance))
+        self.assertTrue(node_table.is_unusable(node))
+        only_facts = through([node_event(provision_state="cleaning"),
+                              node_event(OTHER, provision_state="active"),
+                              node_event(provision_state="available",
+                                         power_state="power off")])
+        self.assertEqual([NODE, OTHER], list(only_facts))
+        self.assertEqual("available", only_facts[NODE][0])
+        self.assertFalse(node_table.is_unusable(only_facts[NODE]))
 
-    def test_decoded_facts_keep_no_dict_of_their_own(self) -> None:
-        # One tracked object per node in the snapshot, not two: a facts
-        # object whose __dict__ was filled holds a dict, and every full
-        # collection of the scheduler's heap walks it.
-        facts = through([node_event(provision_state="available",
-                                    maintenance_reason="bmc")])[NODE]
-        self.assertEqual([], [ref for ref in gc.get_referents(facts)
-                              if isinstance(ref, dict)])
+    def test_a_decoded_node_leaves_the_collectors_walk(self) -> None:
+        # One object per node in the snapshot, and one that the first
+        # collection stops tracking: a tuple of strings, booleans and
+        # None (node_table says why).
+        node = through([node_event(provision_state="available",
+                                   maintenance_reason="bmc",
+                                   traits=frozenset({"CUSTOM_A"}))])[NODE]
+        self.assertIsInstance(node, tuple)
+        gc.collect()
+        self.assertFalse(gc.is_tracked(node))
+
+    def test_a_batch_of_another_width_is_refused(self) -> None:
+        uuids, kinds, rereads, columns = wire.encode_batch(
+            [node_event(provision_state="available")])
+        self.assertRaises(wire.VersionMismatch, wire.decode_batch,
+                          (uuids, kinds, rereads, columns[:-1]))
 
     def test_nodes_with_the_same_traits_share_one_set(self) -> None:
         # A set on the wire would be a new tracked object for every event;
@@ -102,19 +125,23 @@ class ColumnsTest(testtools.TestCase):
                  for name, traits in zip(names, (
                      {"CUSTOM_GOLD", "CUSTOM_X"}, {"CUSTOM_X", "CUSTOM_GOLD"},
                      set(), set()), strict=True)]
-        traits = [facts.traits for facts in found
-                  if isinstance(facts, decisions.IronicNodeFacts)]
+        keys = [node[node_table.TRAITS_AT] for node in found
+                if isinstance(node, tuple)]
+        traits = [node_table.unpack(name, node).traits
+                  for name, node in zip(names, found, strict=True)
+                  if isinstance(node, tuple)]
         self.assertEqual([frozenset({"CUSTOM_GOLD", "CUSTOM_X"})] * 2
                          + [frozenset()] * 2, traits)
+        self.assertIs(keys[0], keys[1])
+        self.assertIs(keys[2], keys[3])
         self.assertIs(traits[0], traits[1])
         self.assertIs(traits[2], traits[3])
         one = through([node_event(name, provision_state="active",
                                   traits=frozenset({"CUSTOM_Y"}))
                        for name in names])
-        self.assertEqual(1, len({id(facts.traits) for facts in one.values()
-                                 if facts is not None
-                                 and not isinstance(
-                                     facts, notifications.NodeEvent)}))
+        self.assertEqual(1, len({id(node[node_table.TRAITS_AT])
+                                 for node in one.values()
+                                 if isinstance(node, tuple)}))
 
     def test_past_the_bound_trait_sets_are_not_kept(self) -> None:
         self.useFixture(fixtures.MonkeyPatch(
@@ -175,7 +202,7 @@ class CollectionsTest(testtools.TestCase):
             for at, frame in enumerate(frames):
                 # A request holds it: each batch copies.
                 self.assertIsNotNone(patches.current)
-                self.assertEqual(1000, patches.apply(
+                self.assertEqual(1000, patches.apply_packed(
                     wire.decode_batch(pickle.loads(frame)), 1.0 + at))
         finally:
             gc.callbacks.remove(count)
