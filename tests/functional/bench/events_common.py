@@ -130,17 +130,30 @@ def cpu_of(stat_path: str) -> float:
         int(fields[proc_stat.UTIME]) + int(fields[proc_stat.STIME])) / TICK
 
 
-def group_cpu(pgid: int) -> float:
-    """CPU seconds of every live process in process group ``pgid`` (a
-    service started in a session of its own, its children included)."""
+def group_cpu(*pgids: int, command: str | None = None) -> float:
+    """CPU seconds of every live process in the process groups ``pgids``
+    (services started each in a session of its own, their children
+    included); only those whose command line holds ``command`` if given."""
     total = 0.0
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             fields = proc_stat.fields(f"/proc/{entry}/stat")
-            if fields is not None and int(fields[proc_stat.PGRP]) == pgid:
-                total += (int(fields[proc_stat.UTIME])
-                          + int(fields[proc_stat.STIME])) / TICK
+            if fields is None or int(fields[proc_stat.PGRP]) not in pgids:
+                continue
+            if command is not None and command not in _command_line(entry):
+                continue
+            total += (int(fields[proc_stat.UTIME])
+                      + int(fields[proc_stat.STIME])) / TICK
     return total
+
+
+def _command_line(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().replace(b"\0", b" ").decode(
+                errors="replace")
+    except OSError:  # gone meanwhile
+        return ""
 
 
 def run_queue_wait(tid: int) -> float:

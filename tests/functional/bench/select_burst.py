@@ -41,7 +41,8 @@ each burst's drain time (goal: 10,000 events within 10 s), then where
 the CPU went during the bursts: the calls' own thread, the scheduler
 process's other threads (the busiest, by name and what they run), its
 reader, the other
-listener processes, the broker and the publisher (from /proc and the
+listener processes, the host's reader when one of them runs it (with
+``--host-reader``), the broker and the publisher (from /proc and the
 publisher's rusage). The broker and the publisher run at the lowest
 priority, nice 19 in an autogroup at nice 19 (``priority``), as if on
 other machines; ``--listener own`` keeps the consumer in the
@@ -78,6 +79,7 @@ from nova_drain_filters import decisions
 from nova_drain_filters import ironic_view
 from nova_drain_filters.ironic_view import listening
 from nova_drain_filters.ironic_view import priority as view_priority
+from nova_drain_filters.ironic_view import reader as reader_module
 from tests.functional import harness_run
 from tests.functional.bench import busy_core
 from tests.functional.bench import events_common
@@ -153,7 +155,8 @@ class BurstRun(sd.Run):
 
 #: Where a burst's CPU went, in the order they are printed.
 CPU_PARTS = ("calls' thread", "scheduler's other threads",
-             "scheduler's reader", "other listeners", "broker", "publisher")
+             "scheduler's reader", "other listeners", "their reader",
+             "broker", "publisher")
 
 
 class Collections:
@@ -223,14 +226,18 @@ def cpu_now(run: BurstRun, reader: int | None) -> dict[str, float]:
     """CPU so far of each part but the publisher (``CPU_PARTS``)."""
     main = threading.main_thread().native_id
     calls = events_common.cpu_of(f"/proc/self/task/{main}/stat")
+    their_reader = events_common.group_cpu(
+        *run.other_pids, command=reader_module.ENTRY)
     return {CPU_PARTS[0]: calls,
             CPU_PARTS[1]: events_common.cpu_of("/proc/self/stat") - calls,
             CPU_PARTS[2]: (events_common.cpu_of(f"/proc/{reader}/stat")
                            if reader else 0.0),
-            # Each in a session of its own, with its reader.
-            CPU_PARTS[3]: sum(events_common.group_cpu(pid)
-                              for pid in run.other_pids),
-            CPU_PARTS[4]: events_common.group_cpu(run.broker_pid)}
+            # Each in a session of its own, with its reader: the host's
+            # reader, when one of them runs it, apart.
+            CPU_PARTS[3]: (events_common.group_cpu(*run.other_pids)
+                           - their_reader),
+            CPU_PARTS[4]: their_reader,
+            CPU_PARTS[5]: events_common.group_cpu(run.broker_pid)}
 
 
 class BenchSelectBurst(sd.BenchSelectDestinations):
@@ -348,7 +355,7 @@ class BenchSelectBurst(sd.BenchSelectDestinations):
             reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
             used = {part: cpu_after[part] - cpu_before[part]
                     for part in cpu_after}
-            used[CPU_PARTS[5]] = (reaped.ru_utime + reaped.ru_stime
+            used[CPU_PARTS[6]] = (reaped.ru_utime + reaped.ru_stime
                                   - children.ru_utime - children.ru_stime)
             run.cpu.append((used, wall))
         finally:
