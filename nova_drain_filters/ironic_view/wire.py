@@ -41,9 +41,11 @@ A batch's columns, in order:
 The reader packs, and so judges, each node once for the host: every
 process that follows it (``host_reader.py``) puts the packed nodes into
 its snapshot as they come (``Patches.apply_packed``). Building each
-node's facts and judging them again in each of eight processes cost
-about 10 µs an event in each, a third of what the eight processes spent
-on events in a burst (``doc/source/testing.rst``, "Packed on the wire").
+node's facts and judging them again in every process made a follower's
+event cost three to four times as much (``tools/bench.sh
+follower_apply``), and in a burst the seven followers of
+``select_burst`` spent three times the CPU they spend now
+(``doc/source/testing.rst``, "Packed on the wire").
 """
 import pickle
 import socket
