@@ -20,7 +20,9 @@ class: in ``select_burst`` (Nova's harness, 1,000 compute nodes, a
 oldest generation, and each event left a new one behind in the snapshot.
 
 So the table keeps each node as a plain tuple of its fields (``pack``):
-strings, booleans and None, with the traits joined in one string. CPython
+strings, booleans and None, with the traits joined in one string, and
+last the node's verdict, worked out once where the node was read (with
+one reader per host, in the reader: ``wire.py``). CPython
 stops tracking a tuple that holds nothing it tracks the first time a
 collection looks at it (``_PyTuple_MaybeUntrack``), so a node costs the
 collector nothing after its first young collection, and an event's node
