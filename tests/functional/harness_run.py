@@ -19,6 +19,7 @@ these scripts print their own report instead.
 import argparse
 import logging
 import os
+import time
 import unittest
 import warnings
 from collections.abc import Callable
@@ -32,11 +33,17 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def run_quietly(case: unittest.TestCase, log: Callable[[], str]) -> str | None:
+def run_quietly(case: unittest.TestCase, log: Callable[[], str],
+                timeout: int = 600) -> str | None:
     """Run ``case``; return None, or a one-line error.
 
     :param log: returns the harness's captured log, for the last ERROR line
         when Nova exits on a start-up error.
+    :param timeout: seconds the harness lets the case run
+        (``OS_TEST_TIMEOUT``, unless set already). The harness ends a case
+        that outlives it by raising in whatever runs at that moment, often
+        inside a Nova API request, which then answers 500; the error then
+        says that it was the timeout.
     """
     # The harness warns on import (eventlet); inside it, Nova's
     # WarningsFixture turns DeprecationWarnings back on, so route every
@@ -44,8 +51,10 @@ def run_quietly(case: unittest.TestCase, log: Callable[[], str]) -> str | None:
     warnings.simplefilter("ignore")
     logging.captureWarnings(True)
     logging.getLogger().handlers[:] = [logging.NullHandler()]
-    os.environ.setdefault("OS_TEST_TIMEOUT", "600")
+    os.environ.setdefault("OS_TEST_TIMEOUT", str(timeout))
+    allowed = int(os.environ["OS_TEST_TIMEOUT"])
     result = unittest.TestResult()
+    started = time.monotonic()
     try:
         case.run(result)
     except SystemExit as exc:  # Nova exits on some start-up errors
@@ -53,5 +62,9 @@ def run_quietly(case: unittest.TestCase, log: Callable[[], str]) -> str | None:
         return f"sys.exit({exc.code})" + (f" after: {errors[-1]}" if errors else "")
     for _test, text in result.errors + result.failures:
         lines = [line for line in text.splitlines() if line.strip()]
-        return lines[-1] if lines else "unknown error"
+        error = lines[-1] if lines else "unknown error"
+        if allowed > 0 and time.monotonic() - started >= allowed:
+            error = (f"the harness's timeout ended the run after {allowed} s "
+                     f"(OS_TEST_TIMEOUT); what it interrupted: {error}")
+        return error
     return None
