@@ -161,7 +161,7 @@ class Snapshot:
         add, discard = self.unusable._uuids.add, self.unusable._uuids.discard
         for uuid, node in changes.items():
             put(uuid, node)
-            if node is not None and node[node_table.UNUSABLE_AT]:
+            if node is not None and node_table.is_unusable(node):
                 add(uuid)
             else:
                 discard(uuid)
@@ -185,7 +185,7 @@ class Listing:
         for facts in page:
             node = node_table.pack(facts)
             put(facts.uuid, node)
-            if node[node_table.UNUSABLE_AT]:
+            if node_table.is_unusable(node):
                 unusable.add(facts.uuid)
             else:
                 unusable.discard(facts.uuid)

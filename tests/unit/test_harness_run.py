@@ -74,3 +74,10 @@ class RunQuietlyTest(testtools.TestCase):
         error = self.run_case(1.05, ERROR, timeout=1)
         assert error is not None
         self.assertNotIn("timeout", error)
+
+    def test_a_timeout_that_is_no_number_is_one_line(self) -> None:
+        self.useFixture(fixtures.EnvironmentVariable("OS_TEST_TIMEOUT",
+                                                     "ten"))
+        self.assertEqual(
+            "OS_TEST_TIMEOUT='ten' is not a number of seconds",
+            self.run_case(0.0, None, timeout=1))
