@@ -13,7 +13,9 @@
 """One scheduler-like process with an Ironic view in event mode, for tests.
 
 ``python -m tests.event_listener_child TRANSPORT_URL IRONIC_URL
-LOCK_PATH OUT`` configures ``[drain_filters]`` as an operator would, starts
+LOCK_PATH OUT [HOST_READER]`` configures ``[drain_filters]`` as an
+operator would (``baremetal_notifications_host_reader`` is left at its
+default unless HOST_READER, ``true`` or ``false``, is given), starts
 the view (which starts the listener), and writes one JSON line per event it
 hears to OUT: first ``{"pool": ...}`` once it listens, then
 ``{"event": ..., "node": ...}`` for each node event parsed for the view.
@@ -22,13 +24,18 @@ It runs until its standard input closes or it is killed.
 Events are recorded where they are parsed (``notifications.parse_event``),
 which on RabbitMQ is the view's reader process: its entry is this module
 too (``reader.ENTRY``), which records, then runs the real reader. The
-parent sees only each node's latest facts (``wire.py``), not the events.
+parent sees only each node's latest facts (``wire.py``), not the events;
+for each node of each batch handed to its view it writes ``{"applied":
+node, "deleted": ..., "unusable": ...}`` (``EventListener.on_parsed``), so
+a process that follows the host's reader, and parses nothing, shows what
+it heard too.
 
 It lives outside ``tests.functional`` on purpose: importing that package
 imports Nova's functional harness, which monkey-patches eventlet, and a
 listener on native threads in an eventlet-patched process hears nothing.
 """
 import json
+import logging
 import os
 import sys
 import threading
@@ -42,6 +49,8 @@ from oslo_config import cfg
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import ironic_view
 from nova_drain_filters.clients import ironic
+from nova_drain_filters.ironic_view import events
+from nova_drain_filters.ironic_view import node_table
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import reader
 
@@ -69,11 +78,38 @@ def record_parsed(out_path: str) -> None:
     notifications.parse_event = parse_event  # type: ignore[assignment]
 
 
+def record_applied(out_path: str) -> None:
+    """Write one line per node of each batch the view is handed."""
+    out = open(out_path, "a", buffering=1)
+    lock = threading.Lock()
+    original = events.EventListener.on_parsed
+
+    def on_parsed(self: events.EventListener,
+                  latest: dict[str, notifications.Pending],
+                  *counts: int) -> Any:
+        with lock:
+            for node, value in latest.items():
+                packed = not isinstance(value, notifications.NodeEvent)
+                out.write(json.dumps({
+                    "applied": node, "deleted": value is None,
+                    "unusable": packed and value is not None
+                    and node_table.is_unusable(value)}) + "\n")
+        return original(self, latest, *counts)
+
+    events.EventListener.on_parsed = on_parsed  # type: ignore[method-assign]
+
+
 def main(transport_url: str, ironic_url: str, lock_path: str,
-         out_path: str) -> None:
+         out_path: str, host_reader: str | None = None) -> None:
+    # INFO and up on standard error (the test's log of this process), as
+    # a scheduler logs; the reader's lines come through this process.
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     drain_conf.register_opts(CONF)
     CONF([], project="nova")
     CONF.set_override("lock_path", lock_path, "oslo_concurrency")
+    if host_reader is not None:
+        CONF.set_override("baremetal_notifications_host_reader",
+                          host_reader == "true", "drain_filters")
     CONF.set_override("baremetal_notifications", True, "drain_filters")
     CONF.set_override("baremetal_notifications_url", transport_url,
                       "drain_filters")
@@ -92,6 +128,7 @@ def main(transport_url: str, ironic_url: str, lock_path: str,
     os.environ[OUT_ENV] = out_path
     reader.ENTRY = "tests.event_listener_child"
     record_parsed(out_path)
+    record_applied(out_path)
     out = open(out_path, "a", buffering=1)
     view = ironic_view.IronicView(client)
     view.ensure_running()
@@ -116,4 +153,4 @@ def reader_main(argv: list[str]) -> int:
 if __name__ == "__main__":
     if "--fd" in sys.argv:  # started by ReaderProcess as reader.ENTRY
         sys.exit(reader_main(sys.argv[1:]))
-    main(*sys.argv[1:5])
+    main(*sys.argv[1:6])

@@ -50,6 +50,7 @@ from collections.abc import Callable
 from typing import Any
 
 import kombu.compression
+from amqp import exceptions as amqp_exceptions
 from oslo_log import log as logging
 from oslo_messaging._drivers import common as rpc_common
 from oslo_messaging._drivers import impl_rabbit
@@ -140,6 +141,49 @@ def supports(transport: Any) -> bool:
     """True when ``transport`` is oslo.messaging's rabbit driver."""
     return isinstance(getattr(transport, "_driver", None),
                       impl_rabbit.RabbitDriver)
+
+
+def delete_unused(transport: Any, names: list[str]
+                  ) -> list[tuple[str, int]]:
+    """Delete each queue of ``names`` that has no consumer; (name,
+    messages it held) of each deleted. A queue someone reads, or one that
+    does not exist, is left. Raises what the broker connection raises.
+
+    The queues are this host's of the other reading mode
+    (``baremetal_notifications_host_reader`` turned on or off): still
+    bound to Ironic's exchange, they would fill for good. Nothing is lost
+    by deleting one: a process that reads a queue again declares it, and
+    lists Ironic after every connection (``events.py``).
+    """
+    # amqpdriver.py AMQPDriverBase._get_connection, as start() takes its
+    # own; a channel per queue, as a refused delete (406, the queue has a
+    # consumer) closes the channel it came on.
+    driver = transport._driver
+    context = driver._get_connection(rpc_common.PURPOSE_LISTEN)
+    deleted = []
+    try:
+        broker = context.connection.connection  # the kombu connection
+        for name in names:
+            channel = broker.channel()
+            try:
+                # A passive declare: whether it exists, and who reads it.
+                _, messages, consumers = channel.queue_declare(
+                    queue=name, passive=True)
+                if consumers:
+                    continue
+                channel.queue_delete(queue=name, if_unused=True)
+            except (amqp_exceptions.NotFound,  # no such queue
+                    amqp_exceptions.PreconditionFailed):  # read meanwhile
+                continue
+            finally:
+                try:
+                    channel.close()
+                except Exception:  # closed by the broker's refusal
+                    pass
+            deleted.append((name, messages))
+    finally:
+        context.close()
+    return deleted
 
 
 def notification(body: bytes | str) -> dict[str, Any]:

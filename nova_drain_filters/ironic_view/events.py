@@ -224,11 +224,17 @@ class EventListener:
             self._transport = self._transport_factory(
                 group.baremetal_notifications_url)
             election = self._election()
+            shared = pools.pool_name(self._slot.host, host_reader.POOL_SLOT)
+            # The host's queues of the other mode, which nobody reads now
+            # (an upgrade that turned the host's reader on, or an operator
+            # who turned it off): the reader deletes those left unused.
+            unread = tuple(pools.slot_pools(
+                self._slot.directory, self._slot.host)) if election else (
+                    shared,)
             server = listening.consume(
                 self._transport, own, self.on_event, self.on_batch,
-                self.on_parsed, election=election,
-                shared_pool=pools.pool_name(self._slot.host,
-                                            host_reader.POOL_SLOT))
+                self.on_parsed, election=election, shared_pool=shared,
+                unread=unread)
             self.pool = getattr(server, "pool", own)
             try:
                 server.start()  # returns once connected

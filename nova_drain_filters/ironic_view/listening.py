@@ -89,7 +89,8 @@ def consume(transport: Any, pool: str | None,
             on_batch: consumer.OnBatch,
             on_parsed: reader.OnParsed, in_process: bool = False,
             election: host_reader.Election | None = None,
-            shared_pool: str | None = None) -> Any:
+            shared_pool: str | None = None,
+            unread: tuple[str, ...] = ()) -> Any:
     """A (not yet started) server of the pool's queue: on RabbitMQ our
     consumer in its reader process (``on_parsed``) or, ``in_process``, in
     this one (``on_batch``), else oslo.messaging's listener
@@ -98,14 +99,17 @@ def consume(transport: Any, pool: str | None,
     With an ``election``, a reader process reads ``shared_pool`` for every
     process of the host (``host_reader``). Nothing else shares: a queue
     has one consumer, or each process would hear only part of the events.
+    ``unread``: the host's queues of the other mode, which a reader
+    process deletes if nobody reads them (``reader.settings``).
     """
     group = CONF.drain_filters
     if OWN_CONSUMER and pool and consumer.supports(transport):
         if READER_PROCESS and not in_process:
             if election is not None and shared_pool:
                 return reader.ReaderProcess(shared_pool, on_parsed,
-                                            election=election, own_pool=pool)
-            return reader.ReaderProcess(pool, on_parsed)
+                                            election=election, own_pool=pool,
+                                            unread=unread)
+            return reader.ReaderProcess(pool, on_parsed, unread=unread)
         return consumer.QueueConsumer(
             transport, group.baremetal_notifications_exchange,
             group.baremetal_notifications_topic, pool, on_batch,

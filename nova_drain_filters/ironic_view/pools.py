@@ -136,6 +136,20 @@ def safe(host: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in host)
 
 
+def slot_pools(directory: str, host: str) -> list[str]:
+    """The per-process queues of this host's slots that have ever been
+    taken here: one per slot lock file in ``directory``, in slot order."""
+    prefix = f"{POOL_PREFIX}-events.{safe(host)}."
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    slots = sorted(int(name[len(prefix):]) for name in names
+                   if name.startswith(prefix)
+                   and name[len(prefix):].isdigit())
+    return [pool_name(host, slot) for slot in slots]
+
+
 def pool_name(host: str, slot: int | str | None) -> str:
     """The queue of one listener: stable per host and slot."""
     if slot is None:

@@ -88,11 +88,15 @@ ENTRY = "nova_drain_filters.event_reader"
 OnParsed = Callable[[dict[str, notifications.Pending], int, int, int],
                     Callable[[], bool]]
 
-def settings(pool: str, share: str | None = None) -> dict[str, Any]:
+def settings(pool: str, share: str | None = None,
+             unread: tuple[str, ...] = ()) -> dict[str, Any]:
     """What the reader needs to consume the pool as this process would.
 
     ``share``: the socket on which the host's reader serves the other
     processes (``host_reader``); None for a reader of this process alone.
+    ``unread``: the host's queues of the other reading mode, which the
+    reader deletes once connected if nobody reads them
+    (``consumer.delete_unused``).
     Every oslo.messaging option this process has (``[DEFAULT]``'s
     transport_url and control_exchange, ``[oslo_messaging_rabbit]``'s TLS,
     heartbeat, quorum and HA settings, ...), as its value here: the
@@ -117,6 +121,7 @@ def settings(pool: str, share: str | None = None) -> dict[str, Any]:
             "nice": priority.READER_NICE,
             "wire": wire.VERSION,
             "share": share,
+            "unread": list(unread),
             "options": values}
 
 
@@ -135,10 +140,13 @@ class ReaderProcess:
     def __init__(self, pool: str, on_parsed: OnParsed,
                  argv: list[str] | None = None,
                  election: host_reader.Election | None = None,
-                 own_pool: str | None = None) -> None:
+                 own_pool: str | None = None,
+                 unread: tuple[str, ...] = ()) -> None:
         self._pool = pool
         self._own_pool = own_pool or pool
         self._election = election
+        #: The host's queues of the other reading mode (``settings``).
+        self._unread = unread
         #: Following the host's reader rather than running one.
         self._following = False
         self._on_parsed = on_parsed
@@ -276,7 +284,7 @@ class ReaderProcess:
         self.starts += 1
         self._up = False
         self._channel = wire.Channel(parent)
-        self._channel.send(settings(self._pool, share))
+        self._channel.send(settings(self._pool, share, self._unread))
 
     def _follow(self, path: str) -> None:
         channel = wire.Channel(host_reader.connect(path))
@@ -301,6 +309,7 @@ class ReaderProcess:
         self._election = None
         self._following = False
         self._pool = self._own_pool
+        self._unread = ()  # the host's queue is read: by its reader
 
     def _reap(self) -> None:
         proc, channel = self._proc, self._channel

@@ -150,19 +150,24 @@ class Reader:
             self.on_batch)
         # Connecting blocks while the broker is unreachable: in a thread,
         # so that this one sees its parent's end at once even then.
-        threading.Thread(target=self._consume, args=(queue,),
+        threading.Thread(target=self._consume,
+                         args=(queue, transport, setup.get("unread") or []),
                          name="reader-consume", daemon=True).start()
         while True:
             message = self.channel.receive(None)
             if message[0] == "applied":
                 self._applied = max(self._applied, message[1])
 
-    def _consume(self, queue: consumer.QueueConsumer) -> None:
+    def _consume(self, queue: consumer.QueueConsumer, transport: Any,
+                 unread: list[str]) -> None:
         try:
             queue.start()  # returns once connected
         except Exception:
             LOG.exception("The Ironic event reader cannot consume")
             os._exit(1)
+        if unread:
+            threading.Thread(target=sweep, args=(transport, unread),
+                             name="reader-sweep", daemon=True).start()
         self._report(queue)
 
     def _report(self, queue: consumer.QueueConsumer) -> None:
@@ -178,6 +183,23 @@ class Reader:
                 if self.followers is not None:
                     self.followers.state(up)
             time.sleep(STATE_POLL)
+
+
+def sweep(transport: Any, unread: list[str]) -> None:
+    """Delete the host's queues of the other reading mode that nobody
+    reads (``consumer.delete_unused``); a failure only leaves them."""
+    try:
+        deleted = consumer.delete_unused(transport, unread)
+    except Exception as exc:
+        LOG.warning("Could not remove this host's unread Ironic event "
+                    "queues (%s); a broker policy can (the baremetal "
+                    "guide, Queues)", exc)
+        return
+    for name, messages in deleted:
+        LOG.info("Removed the queue %(name)s (unread events in it: "
+                 "%(n)d): this host's scheduler processes no longer read it "
+                 "([drain_filters] baremetal_notifications_host_reader)",
+                 {"name": name, "n": messages})
 
 
 def main(argv: list[str]) -> int:

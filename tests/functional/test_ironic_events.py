@@ -13,12 +13,15 @@
 """Event mode between processes: a real broker and a real publishing Ironic.
 
 Each listener runs in a process of its own, as scheduler workers do
-(``event_listener_child``). Every process must hear every event; a
-restarted process must take its predecessor's queue, not add one; and the
-broker policy the docs give must remove a queue nobody listens on.
+(``event_listener_child``). With ``baremetal_notifications_host_reader =
+false`` (a queue per process) every process must hear every event, a
+restarted process must take its predecessor's queue, not add one, and the
+broker policy the docs give must remove a queue nobody listens on. Each
+mode's reader must remove the host's unread queues of the other.
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -29,25 +32,37 @@ from typing import Any
 import fixtures
 import testtools
 
+from nova_drain_filters.ironic_view import host_reader
 from nova_drain_filters.ironic_view import pools
 from tests.functional.services import ironic_server
 from tests.functional.services import process
 from tests.functional.services import rabbitmq_server
 
 CHILD = "tests.event_listener_child"
+#: What Ironic sends for a node created, managed, put in and out of
+#: maintenance and deleted, less the .start of an announced action, which
+#: is parsed away (notifications.ANNOUNCED) wherever it is read.
+SENT = ["baremetal.node.create.end",
+        "baremetal.node.provision_set.start",
+        "baremetal.node.maintenance_set.end",
+        "baremetal.node.maintenance_set.end",
+        "baremetal.node.delete.end"]
 
 
 class ListenerProcess:
     """One child process with a view in event mode."""
 
-    def __init__(self, test: "TwoProcessesTest", name: str) -> None:
+    def __init__(self, test: "TwoProcessesTest", name: str,
+                 host_reader: bool | None = None) -> None:
+        """``host_reader`` None leaves the option at its default."""
         self.out = Path(test.tmp) / f"{name}.jsonl"
         self.log = Path(test.tmp) / f"{name}.log"
         self.log_text = ""
+        mode = [] if host_reader is None else [str(host_reader).lower()]
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", CHILD, test.broker.transport_url,
-                 test.ironic_url, test.tmp, str(self.out)],
+                 test.ironic_url, test.tmp, str(self.out), *mode],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log,
                 cwd=process.REPO_ROOT, start_new_session=True)
         test.addCleanup(self.stop)
@@ -73,6 +88,11 @@ class ListenerProcess:
 
     def events(self) -> list[tuple[str, str]]:
         return [(e["event"], e["node"]) for e in self.lines() if "event" in e]
+
+    def applied(self) -> list[tuple[str, bool, bool]]:
+        """(node, deleted, unusable) of each node handed to the view."""
+        return [(a["applied"], a["deleted"], a["unusable"])
+                for a in self.lines() if "applied" in a]
 
     def kill(self) -> None:
         os.killpg(self.proc.pid, signal.SIGKILL)
@@ -113,7 +133,8 @@ class TwoProcessesTest(testtools.TestCase):
             time.sleep(0.05)
 
     def test_every_process_hears_every_event(self) -> None:
-        one, two = ListenerProcess(self, "one"), ListenerProcess(self, "two")
+        one = ListenerProcess(self, "one", host_reader=False)
+        two = ListenerProcess(self, "two", host_reader=False)
         pools = {one.pool(), two.pool()}
         self.assertEqual(2, len(pools), pools)  # a pool each, not shared
 
@@ -122,13 +143,6 @@ class TwoProcessesTest(testtools.TestCase):
         self.ironic.set_maintenance(node, True, reason="fan")
         self.ironic.set_maintenance(node, False)
         self.ironic.delete_node(node)
-        # What Ironic sends, less the .start of an announced action, which
-        # is parsed away (notifications.ANNOUNCED) wherever it is read.
-        sent = ["baremetal.node.create.end",
-                "baremetal.node.provision_set.start",
-                "baremetal.node.maintenance_set.end",
-                "baremetal.node.maintenance_set.end",
-                "baremetal.node.delete.end"]
         heard = []
         for proc in (one, two):
             self.wait_for("delete.end", lambda p=proc: (  # type: ignore[misc]
@@ -137,16 +151,55 @@ class TwoProcessesTest(testtools.TestCase):
         # In order; a verify that finishes in time also sends
         # provision_set.end, which Ironic does not always get to.
         rest = iter(heard[0])
-        self.assertTrue(all(e in rest for e in sent), (sent, heard[0]))
+        self.assertTrue(all(e in rest for e in SENT), (SENT, heard[0]))
         self.assertEqual(heard[0], heard[1])
 
+    def test_the_host_reader_turned_on_removes_the_queues_left(
+            self) -> None:
+        # Turned on (by hand, or by an upgrade to where it is the default):
+        # the per-process queue read before stays bound to Ironic's
+        # exchange, and would fill for good.
+        old = ListenerProcess(self, "old", host_reader=False)
+        left = old.pool()
+        old.kill()
+        self.ironic.create_node(name="unread")
+        self.wait_for("an event in the queue left", lambda: (
+            self.broker.queues().get(left) or {}).get("messages", 0) >= 1)
+        one = ListenerProcess(self, "one", host_reader=True)
+        two = ListenerProcess(self, "two", host_reader=True)
+        shared = pools.pool_name(pools.host_name(), host_reader.POOL_SLOT)
+        self.assertEqual({shared}, {one.pool(), two.pool()})
+        self.wait_for("the queue left removed",
+                      lambda: left not in self.broker.queues())
+        ours = [q for q in self.broker.queues()
+                if q.startswith(pools.POOL_PREFIX)]
+        self.assertEqual([shared], ours)
+        said = [line for proc in (one, two)
+                for line in proc.log.read_text("utf-8", "replace"
+                                               ).splitlines()
+                if "Removed the queue" in line]
+        self.assertEqual(1, len(said), said)  # by the host's reader alone
+        self.assertRegex(said[0], rf"Removed the queue {re.escape(left)} "
+                                  r"\(unread events in it: [1-9]")
+
+    def test_the_host_reader_turned_off_removes_the_hosts_queue(
+            self) -> None:
+        leader = ListenerProcess(self, "leader", host_reader=True)
+        shared = leader.pool()
+        self.assertIn(shared, self.broker.queues())
+        leader.kill()
+        alone = ListenerProcess(self, "alone", host_reader=False)
+        self.assertEqual(pools.pool_name(pools.host_name(), 0), alone.pool())
+        self.wait_for("the host's queue removed",
+                      lambda: shared not in self.broker.queues())
+
     def test_restarted_process_takes_its_predecessors_queue(self) -> None:
-        first = ListenerProcess(self, "first")
+        first = ListenerProcess(self, "first", host_reader=False)
         pool = first.pool()
         self.assertEqual(pools.pool_name(pools.host_name(), 0), pool)
         self.assertIn(pool, self.broker.queues())
         first.kill()  # no clean shutdown: the kernel frees the slot
-        second = ListenerProcess(self, "second")
+        second = ListenerProcess(self, "second", host_reader=False)
         self.assertEqual(pool, second.pool())
         ours = [q for q in self.broker.queues()
                 if q.startswith(pools.POOL_PREFIX)]
@@ -157,7 +210,7 @@ class TwoProcessesTest(testtools.TestCase):
         # here, so the test need not wait long.
         self.broker.set_policy("nova-drain-filters-expiry",
                                r"^nova-drain-filters\.", {"expires": 1000})
-        proc = ListenerProcess(self, "gone")
+        proc = ListenerProcess(self, "gone", host_reader=False)
         pool = proc.pool()
         self.assertIn(pool, self.broker.queues())
         proc.kill()

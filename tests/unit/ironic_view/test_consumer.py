@@ -25,6 +25,7 @@ from unittest import mock
 
 import fixtures
 import testtools
+from amqp import exceptions as amqp_exceptions
 from amqp import transport as amqp_transport
 
 from nova_drain_filters.ironic_view import consumer
@@ -360,3 +361,56 @@ class TestReadAhead(testtools.TestCase):
         self.assertEqual((3, 1, b"body0"), tuple(tcp.read_frame()))
         self.assertRaisesRegex(OSError, "unexpectedly closed",
                                tcp.read_frame)
+
+
+class Queues:
+    """A broker's channel, for ``delete_unused``: queues and consumers."""
+
+    def __init__(self, queues: dict[str, tuple[int, int]]) -> None:
+        self.queues = queues  # name: (messages, consumers)
+        self.deleted: list[str] = []
+        self.closed = 0
+
+    def channel(self) -> "Queues":
+        return self
+
+    def queue_declare(self, queue: str, passive: bool) -> tuple[str, int, int]:
+        assert passive  # a look, never a declare
+        if queue not in self.queues:
+            raise amqp_exceptions.NotFound("no queue")
+        return (queue, *self.queues[queue])
+
+    def queue_delete(self, queue: str, if_unused: bool) -> None:
+        assert if_unused
+        if self.queues[queue][1]:
+            raise amqp_exceptions.PreconditionFailed("in use")
+        self.deleted.append(queue)
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+class TestDeleteUnused(testtools.TestCase):
+    def delete(self, broker: Queues, names: list[str]
+               ) -> list[tuple[str, int]]:
+        context = mock.Mock()
+        context.connection.connection = broker
+        transport = mock.Mock()
+        transport._driver._get_connection.return_value = context
+        deleted = consumer.delete_unused(transport, names)
+        context.close.assert_called_once_with()
+        self.assertEqual(len(names), broker.closed)  # a channel each
+        return deleted
+
+    def test_only_unread_queues_that_exist_are_deleted(self) -> None:
+        broker = Queues({"q.0": (7, 0), "q.1": (0, 1), "q.2": (0, 0)})
+        self.assertEqual([("q.0", 7), ("q.2", 0)],
+                         self.delete(broker, ["q.0", "q.1", "q.2", "q.3"]))
+        self.assertEqual(["q.0", "q.2"], broker.deleted)
+
+    def test_a_queue_read_after_the_look_is_left(self) -> None:
+        broker = Queues({"q.0": (3, 0)})
+        broker.queue_declare = lambda queue, passive: (queue, 3, 0)
+        broker.queues["q.0"] = (3, 1)  # a consumer came between the two
+        self.assertEqual([], self.delete(broker, ["q.0"]))
+

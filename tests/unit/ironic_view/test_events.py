@@ -24,6 +24,7 @@ from nova_drain_filters import decisions
 from nova_drain_filters.clients import http
 from nova_drain_filters.ironic_view import events
 from nova_drain_filters.ironic_view import notifications
+from nova_drain_filters.ironic_view import pools
 from nova_drain_filters.ironic_view import reader
 from tests.unit import ironic_fakes
 from tests.unit.ironic_view import helpers
@@ -255,6 +256,28 @@ class TestConnect(ListenerTestCase):
                       "instead", self.log.output)
         self.listener._slot.forget()
 
+
+    def test_each_mode_hands_the_reader_the_other_modes_queues(
+            self) -> None:
+        # Switched on (the default), the host's per-process queues are no
+        # longer read; switched off, the host's queue is not.
+        lock_path = self.useFixture(fixtures.TempDir()).path
+        self.conf.config(group="oslo_concurrency", lock_path=lock_path)
+        self.conf.config(group="drain_filters",
+                         baremetal_notifications_url="rabbit://h:5672/")
+        self.listener._slot.directory = lock_path
+        self.listener._transport_factory = lambda url: mock.sentinel.transport
+        host = self.listener._slot.host
+        got = {}
+        for shared in (True, False):
+            self.conf.config(group="drain_filters",
+                             baremetal_notifications_host_reader=shared)
+            with mock.patch.object(events.listening, "consume") as consume:
+                self.listener._connect()
+            got[shared] = consume.call_args.kwargs["unread"]
+            self.listener._slot.forget()
+        self.assertEqual((pools.pool_name(host, 0),), got[True])
+        self.assertEqual((pools.pool_name(host, "shared"),), got[False])
 
     def test_a_shared_readers_failure_reads_here_on_this_process_pool(
             self) -> None:

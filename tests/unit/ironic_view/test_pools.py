@@ -64,6 +64,27 @@ class TestSlots(testtools.TestCase):
         self.assertEqual(f"nova-drain-filters.h.pid-{os.getpid()}",
                          pools.pool_name("h", None))
 
+    def test_slot_pools_are_this_hosts_taken_slots_in_order(self) -> None:
+        path = self.useFixture(fixtures.TempDir()).path
+        self.assertEqual([], pools.slot_pools(path, "sched.1"))
+        held = [pools.Slot(path, "sched.1") for _ in range(11)]
+        for slot in held:
+            slot.acquire()
+        other = pools.Slot(path, "sched-2")
+        other.acquire()
+        for slot in (*held[:3], other):
+            slot.forget()  # a free slot's queue is still this host's
+        # Not a slot's: the host's reader lock, and a stray file.
+        for name in ("nova-drain-filters-reader.sched.1.lock",
+                     "nova-drain-filters-events.sched.1.x"):
+            open(os.path.join(path, name), "w").close()
+        self.assertEqual([pools.pool_name("sched.1", n) for n in range(11)],
+                         pools.slot_pools(path, "sched.1"))
+        self.assertEqual([], pools.slot_pools(
+            os.path.join(path, "missing"), "h"))
+        for slot in held[3:]:
+            slot.forget()
+
     def test_a_child_that_never_forgets_does_not_keep_its_parents_lock(
             self) -> None:
         # nova-scheduler's parent took the host's reader lock and forked

@@ -88,6 +88,21 @@ class SettingsTest(testtools.TestCase):
         self.assertEqual(cfg.CONF.oslo_messaging_rabbit.rabbit_retry_interval,
                          rabbit.rabbit_retry_interval)
 
+    def test_the_queues_left_unread_go_to_the_reader_and_not_further(
+            self) -> None:
+        self.assertEqual(["q.0", "q.1"],
+                         reader.settings("pool", None, ("q.0", "q.1"))
+                         ["unread"])
+        self.assertEqual([], reader.settings("pool")["unread"])
+        proc = reader.ReaderProcess("host.shared", mock.Mock(),
+                                    own_pool="host.0",
+                                    unread=("host.0", "host.1"))
+        with mock.patch.object(reader.LOG, "error"):
+            proc._alone("another version")
+        # Refused, it reads its own pool, and the host's queue is read by
+        # the host's reader: nothing for it to delete.
+        self.assertEqual(("host.0", ()), (proc.pool, proc._unread))
+
 
 class FakeChild:
     """The reader's end of the socket pair, played by the test."""
