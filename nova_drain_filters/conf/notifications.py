@@ -153,13 +153,11 @@ Related options:
     ),
     cfg.BoolOpt(
         "baremetal_notifications_host_reader",
-        default=False,
+        default=True,
         help="""
 Read Ironic's notifications once per host, for every scheduler process on it.
 
-Off, each scheduler process (each forked worker) runs an event reader of
-its own on a queue of its own, so a host with eight workers reads and
-parses every event eight times. On, the processes of one host elect one
+On (the default), the processes of one host elect one
 of them by a lock file in ``[oslo_concurrency] lock_path``; its reader
 consumes one queue for the host (``nova-drain-filters.<host>.shared``) and
 hands every event, parsed once, to every process over a Unix socket
@@ -170,9 +168,16 @@ elected process exits, another takes over within seconds; meanwhile the
 processes list Ironic as when the broker is away, and the broker keeps
 the events.
 
+Off, each scheduler process (each forked worker) runs an event reader of
+its own on a queue of its own, ``nova-drain-filters.<host>.<slot>``, so a
+host with eight workers reads and parses every event eight times. Only
+one of the two kinds of queue is read at a time: a queue of the other
+kind stays on the broker and fills until a broker policy removes it
+(the expiry policy in the baremetal guide).
+
 Possible values:
 
-* True: one reader per host.
+* True: one reader per host (the default).
 * False: one reader per scheduler process.
 
 Related options:

@@ -13,11 +13,12 @@
 """Event mode between processes: a real broker and a real publishing Ironic.
 
 Each listener runs in a process of its own, as scheduler workers do
-(``event_listener_child``). With ``baremetal_notifications_host_reader =
-false`` (a queue per process) every process must hear every event, a
-restarted process must take its predecessor's queue, not add one, and the
-broker policy the docs give must remove a queue nobody listens on. Each
-mode's reader must remove the host's unread queues of the other.
+(``event_listener_child``). Every process must hear every event, both with
+the default (one reader for the host, on the host's queue) and with
+``baremetal_notifications_host_reader = false`` (a queue per process). In
+the second mode a restarted process must take its predecessor's queue,
+not add one, and the broker policy the docs give must remove a queue
+nobody listens on.
 """
 import json
 import os
@@ -153,6 +154,36 @@ class TwoProcessesTest(testtools.TestCase):
         rest = iter(heard[0])
         self.assertTrue(all(e in rest for e in SENT), (SENT, heard[0]))
         self.assertEqual(heard[0], heard[1])
+
+    def test_by_default_the_host_reads_once_and_both_hear_every_event(
+            self) -> None:
+        # nova.conf without baremetal_notifications_host_reader: one
+        # reader for the host, one queue, one consumer on it.
+        one, two = ListenerProcess(self, "one"), ListenerProcess(self, "two")
+        shared = pools.pool_name(pools.host_name(), host_reader.POOL_SLOT)
+        self.assertEqual({shared}, {one.pool(), two.pool()})
+        self.wait_for("one consumer on the host's queue", lambda: (
+            self.broker.queues().get(shared) or {}).get("consumers") == 1)
+        ours = [q for q in self.broker.queues()
+                if q.startswith(pools.POOL_PREFIX)]
+        self.assertEqual([shared], ours)  # no queue of a process's own
+
+        node = self.ironic.create_node(name="heard")["uuid"]
+        self.ironic.manage(node)
+        self.ironic.set_maintenance(node, True, reason="fan")
+        for proc in (one, two):
+            self.wait_for("the node in maintenance", lambda p=proc: any(
+                a == (node, False, True) for a in p.applied()))
+        self.ironic.set_maintenance(node, False)
+        self.ironic.delete_node(node)
+        for proc in (one, two):
+            self.wait_for("the delete", lambda p=proc: (
+                node, True, False) in p.applied())
+        # Parsed once, by the host's reader, for both processes.
+        parsed = [[e for e, n in p.events() if n == node] for p in (one, two)]
+        self.assertEqual(1, sum(1 for events in parsed if events), parsed)
+        rest = iter(parsed[0] or parsed[1])
+        self.assertTrue(all(e in rest for e in SENT), parsed)
 
     def test_the_host_reader_turned_on_removes_the_queues_left(
             self) -> None:

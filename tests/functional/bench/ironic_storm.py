@@ -199,9 +199,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="who consumes each pool's queue: consumer.QueueConsumer in a "
              "reader process (reader, the default) or in the listener's "
              "own (own), or oslo.messaging's batch listener (oslo)")
-    add("--host-reader", action="store_true", help="one reader for all "
-        "the processes ([drain_filters] baremetal_notifications_host_reader)"
-        ", as one host's scheduler workers")
+    add("--host-reader", action=argparse.BooleanOptionalAction,
+        default=True, help="one reader for all the processes, as one "
+        "host's scheduler workers ([drain_filters] "
+        "baremetal_notifications_host_reader, on by default); "
+        "--no-host-reader, one reader for each")
     add("--thread-nice", type=int, default=priority.THREAD_NICE,
         help="the event threads' niceness above their process's others "
              "(priority.THREAD_NICE); 0 leaves them")

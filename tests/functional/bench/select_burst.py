@@ -402,10 +402,12 @@ def main(argv: list[str] | None = None) -> int:
     add("--thread-nice", type=int, default=view_priority.THREAD_NICE,
         help="the listening processes' event threads' niceness above "
              "their others' (priority.THREAD_NICE); 0 leaves them")
-    add("--host-reader", action="store_true",
-        help="one reader for all the listening processes ([drain_filters] "
-             "baremetal_notifications_host_reader), the scheduler's a "
-             "follower: the others start first")
+    add("--host-reader", action=argparse.BooleanOptionalAction,
+        default=True,
+        help="one reader for all the listening processes, the "
+             "scheduler's a follower: the others start first ([drain_filters] "
+             "baremetal_notifications_host_reader, on by default); "
+             "--no-host-reader, one reader for each")
     add("--control", action="store_true",
         help="also time quiet runs' calls beside a busy core "
              "(busy_core), to tell its share from the events'")
