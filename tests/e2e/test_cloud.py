@@ -237,8 +237,9 @@ class CloudTest(WorkersCase):
         for line in served.values():
             self.assertIn(line.pid, pids)
             self.assertDecidedReady(log, line)
-        # The workers share one reader process (the cloud's nova.conf sets
-        # baremetal_notifications_host_reader): the elected worker's child.
+        # The workers share one reader process (the cloud's nova.conf
+        # leaves baremetal_notifications_host_reader at its default, on):
+        # the elected worker's child.
         # The parent, which serves nothing, stopped its own as it forked
         # them (new_workers found only the two workers among its children).
         self.assertEqual([0, 1], sorted(
