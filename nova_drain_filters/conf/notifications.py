@@ -171,9 +171,9 @@ the events.
 Off, each scheduler process (each forked worker) runs an event reader of
 its own on a queue of its own, ``nova-drain-filters.<host>.<slot>``, so a
 host with eight workers reads and parses every event eight times. Only
-one of the two kinds of queue is read at a time: a queue of the other
-kind stays on the broker and fills until a broker policy removes it
-(the expiry policy in the baremetal guide).
+one of the two kinds of queue is read at a time: once connected, a reader
+deletes the host's queues of the other kind that nobody reads, so that
+they do not fill.
 
 Possible values:
 

@@ -70,10 +70,9 @@ class Slot:
         # (oslo.concurrency, fasteners/process_lock.py _ensure_tree): a
         # fresh scheduler may not have taken one when the listener starts.
         os.makedirs(self.directory, exist_ok=True)
-        safe_host = safe(self.host)
+        prefix = slot_file_prefix(self.host)
         for number in range(MAX_SLOTS):
-            path = os.path.join(
-                self.directory, f"{POOL_PREFIX}-events.{safe_host}.{number}")
+            path = os.path.join(self.directory, f"{prefix}{number}")
             handle = try_lock(path)
             if handle is None:
                 continue
@@ -136,10 +135,15 @@ def safe(host: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in host)
 
 
+def slot_file_prefix(host: str) -> str:
+    """A slot lock file's name before its number."""
+    return f"{POOL_PREFIX}-events.{safe(host)}."
+
+
 def slot_pools(directory: str, host: str) -> list[str]:
     """The per-process queues of this host's slots that have ever been
     taken here: one per slot lock file in ``directory``, in slot order."""
-    prefix = f"{POOL_PREFIX}-events.{safe(host)}."
+    prefix = slot_file_prefix(host)
     try:
         names = os.listdir(directory)
     except OSError:
