@@ -82,7 +82,7 @@ class Skip(enum.Enum):
 
 
 @dataclasses.dataclass(frozen=True)
-class Outcome:
+class Verdict:
     """What the pre-filter did to one request, for the summary line."""
 
     forbidden: frozenset[str] = frozenset()
@@ -167,15 +167,15 @@ class TraitGuard:
             self._store.watch(self)
         return usable
 
-    def outcome(self, wanted: Sequence[str], usable: frozenset[str]) -> Outcome:
+    def verdict(self, wanted: Sequence[str], usable: frozenset[str]) -> Verdict:
         """Describe a request that forbade ``usable`` of ``wanted``."""
         skipped = frozenset(wanted) - usable
         if not wanted:
-            return Outcome(why=Skip.NO_TRAITS)
+            return Verdict(why=Skip.NO_TRAITS)
         if not skipped:
-            return Outcome(forbidden=usable)
+            return Verdict(forbidden=usable)
         why = Skip.PLACEMENT_FAILED if self.last_error else Skip.UNCONFIRMED
-        return Outcome(usable, skipped, why, self.last_error)
+        return Verdict(usable, skipped, why, self.last_error)
 
     def repair(self, global_request_id: str | None = None) -> None:
         """A candidate query failed: make sure the forbidden traits exist.
@@ -258,15 +258,15 @@ class TraitGuard:
 _guard = TraitGuard()
 _hidden = status_hidden.HiddenNodes(trait_store.default_store)
 
-#: Takes each request's outcome: ``filters/summary.py`` ``record_prefilter``,
+#: Takes each request's verdict: ``filters/summary.py`` ``record_prefilter``,
 #: wired by ``nova_drain_filters.filters`` when Nova loads it, so that this
 #: engine does not import the filters above it. None: nothing is recorded.
-Recorder = Callable[[Any, Outcome], None]
+Recorder = Callable[[Any, Verdict], None]
 _recorder: Recorder | None = None
 
 
 def set_recorder(recorder: Recorder | None) -> None:
-    """Send each request's outcome to ``recorder`` (None: to nothing)."""
+    """Send each request's verdict to ``recorder`` (None: to nothing)."""
     global _recorder
     _recorder = recorder
 
@@ -292,29 +292,29 @@ def drain_traits_filter(ctxt: Any, request_spec: Any) -> bool:
     try:
         opts = CONF.drain_filters
         if not opts.placement_prefilter:
-            outcome = Outcome(why=Skip.OFF)
+            verdict = Verdict(why=Skip.OFF)
         else:
             wanted = list(opts.forbidden_traits)
             guard = _guard
             forbidden = guard.usable(wanted, getattr(ctxt, "global_id", None))
             if forbidden:
                 request_spec.root_forbidden.update(forbidden)
-            outcome = guard.outcome(wanted, forbidden)
+            verdict = guard.verdict(wanted, forbidden)
     except Exception:
         LOG.exception("drain_traits_filter failed; request left unchanged")
         forbidden = frozenset()
-        outcome = Outcome(why=Skip.ERROR)
+        verdict = Verdict(why=Skip.ERROR)
     try:
         # Nova's compute_status_filter ran before us (we are appended last).
         hidden = _hidden.hidden(request_spec, getattr(ctxt, "global_id", None))
         if hidden:
-            outcome = dataclasses.replace(outcome, hidden=hidden)
+            verdict = dataclasses.replace(verdict, hidden=hidden)
     except Exception:  # an unloadable spec field: no note, never a failure
         LOG.debug("Could not tell what COMPUTE_STATUS_DISABLED hid",
                   exc_info=True)
     recorder = _recorder
     if recorder is not None:
-        recorder(request_spec, outcome)
+        recorder(request_spec, verdict)
     if not forbidden:
         return False
     LOG.debug("drain_traits_filter forbade traits %(traits)s",

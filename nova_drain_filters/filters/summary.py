@@ -41,7 +41,7 @@ OUR_FILTERS: set[str] = set()
 
 
 class PrefilterNote(Protocol):
-    """What the pre-filter reports (``request_filter.Outcome``)."""
+    """What the pre-filter reports (``request_filter.Verdict``)."""
 
     @property
     def notable(self) -> bool:

@@ -162,19 +162,19 @@ class TestTraitGuard(testtools.TestCase):
         self.assertEqual({A, B}, self.guard.usable([A, B]))
 
     def test_outcome(self) -> None:
-        self.assertEqual(request_filter.Outcome(why=Skip.NO_TRAITS),
-                         self.guard.outcome([], frozenset()))
+        self.assertEqual(request_filter.Verdict(why=Skip.NO_TRAITS),
+                         self.guard.verdict([], frozenset()))
         usable = self.guard.usable([A, B])
-        self.assertEqual(request_filter.Outcome(forbidden=frozenset({A, B})),
-                         self.guard.outcome([A, B], usable))
-        self.assertFalse(self.guard.outcome([A, B], usable).notable)
+        self.assertEqual(request_filter.Verdict(forbidden=frozenset({A, B})),
+                         self.guard.verdict([A, B], usable))
+        self.assertFalse(self.guard.verdict([A, B], usable).notable)
         self.assertEqual(
-            request_filter.Outcome(frozenset({A, B}), frozenset({C}),
+            request_filter.Verdict(frozenset({A, B}), frozenset({C}),
                                    Skip.UNCONFIRMED),
-            self.guard.outcome([A, B, C], usable))
+            self.guard.verdict([A, B, C], usable))
         self.client.create_error = RuntimeError("HTTP 403")
         usable = self.guard.usable([A, B, C])
-        outcome = self.guard.outcome([A, B, C], usable)
+        outcome = self.guard.verdict([A, B, C], usable)
         self.assertEqual(Skip.PLACEMENT_FAILED, outcome.why)
         self.assertTrue(outcome.degraded)
         self.assertEqual("pre-filter forbade CUSTOM_A, CUSTOM_B but not "
@@ -382,7 +382,7 @@ class TestDrainTraitsFilter(PrefilterTestCase):
     def test_records_a_note_for_the_summary(self) -> None:
         spec = objects.RequestSpec()
         request_filter.drain_traits_filter(None, spec)
-        self.assertEqual([(spec, request_filter.Outcome(
+        self.assertEqual([(spec, request_filter.Verdict(
             forbidden=frozenset(traits.DEFAULT_FORBIDDEN)))], self.notes)
 
     def test_option_off(self) -> None:

@@ -31,9 +31,9 @@ DISABLED = decisions.Reason(RC.SERVICE_DISABLED, "maint")
 DOWN = decisions.Reason(RC.SERVICE_DOWN, "never seen")
 DUP = decisions.Reason(RC.DUPLICATE_NODE, "n1 is also on host b (u)")
 PREFIX = "nova-drain-filters: "
-Outcome, Skip = request_filter.Outcome, request_filter.Skip
-ALL_FORBIDDEN = Outcome(forbidden=frozenset({"CUSTOM_A"}))
-NOTHING = Outcome(skipped=frozenset({"CUSTOM_A"}), why=Skip.PLACEMENT_FAILED,
+Verdict, Skip = request_filter.Verdict, request_filter.Skip
+ALL_FORBIDDEN = Verdict(forbidden=frozenset({"CUSTOM_A"}))
+NOTHING = Verdict(skipped=frozenset({"CUSTOM_A"}), why=Skip.PLACEMENT_FAILED,
                   detail="placement GET /traits: HTTP 503: down")
 
 
@@ -258,7 +258,7 @@ class TestPrefilterNote(testtools.TestCase):
 
     def test_nodes_hidden_by_nova_make_the_line_info(self) -> None:
         spec = Spec()
-        summary.record_prefilter(spec, Outcome(
+        summary.record_prefilter(spec, Verdict(
             forbidden=ALL_FORBIDDEN.forbidden,
             hidden=status_hidden.Hidden("compute_status_filter", ("host2",))))
         summary.record(DSF, spec, 2, 2, {})
@@ -271,7 +271,7 @@ class TestPrefilterNote(testtools.TestCase):
 
     def test_configured_empty_stays_debug(self) -> None:
         spec = Spec()
-        summary.record_prefilter(spec, Outcome(why=Skip.NO_TRAITS))
+        summary.record_prefilter(spec, Verdict(why=Skip.NO_TRAITS))
         summary.record(DSF, spec, 2, 2, {})
         summary.record(SCNF, spec, 2, 2, {})
         self.assertEqual(1, len(self.lines()))
