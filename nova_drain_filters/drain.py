@@ -195,6 +195,18 @@ class Refusal:
         return f"{self.host}: {self.why}"
 
 
+@dataclasses.dataclass(frozen=True)
+class Settled:
+    """A host (or node) already where a command would take it: nothing to
+    do, and nothing refused."""
+
+    host: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.host}: {self.why}"
+
+
 @dataclasses.dataclass
 class Plan:
     """Steps, refusals, notes the operator must read before saying yes,
@@ -203,7 +215,7 @@ class Plan:
     steps: list[Step] = dataclasses.field(default_factory=list)
     refusals: list[Refusal] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
-    done: list[Refusal] = dataclasses.field(default_factory=list)
+    done: list[Settled] = dataclasses.field(default_factory=list)
 
 
 def undo(step: Step) -> Step:
@@ -295,7 +307,7 @@ def plan_start(hosts: Sequence[HostFacts], reason: str,
                 f"{facts.ironic_nodes} node(s): this keeps new boots off "
                 f"all of them (use 'openstack drain node start' for one)")
         if not marks and service.disabled:
-            plan.done.append(Refusal(facts.host, "already draining"))
+            plan.done.append(Settled(facts.host, "already draining"))
     plan.steps.extend(disables)
     if plan.refusals:
         plan.steps = []
@@ -320,7 +332,7 @@ def plan_cancel(hosts: Sequence[HostFacts], has_ironic: bool = True) -> Plan:
                 f"{facts.host} stays disabled: someone else disabled it "
                 f"({service.disabled_reason or 'no reason'})")
         if not unmarks and not ours(service):
-            plan.done.append(Refusal(facts.host, "not drained by us"))
+            plan.done.append(Settled(facts.host, "not drained by us"))
     plan.steps.extend(enables)
     return plan
 
@@ -350,7 +362,7 @@ def plan_finish(hosts: Sequence[HostFacts]) -> Plan:
     for facts in hosts:
         refusal = finish_refusal(facts) if facts.service else None
         if facts.service is None:
-            plan.done.append(Refusal(facts.host, "already released"))
+            plan.done.append(Settled(facts.host, "already released"))
         elif refusal:
             plan.refusals.append(refusal)
         else:

@@ -50,6 +50,6 @@ def plan_node(nodes: Sequence[BaremetalFacts], start: bool) -> drain.Plan:
         steps = drain.mark_steps(facts.label, [facts.node], on=start)
         plan.steps.extend(steps)
         if not steps:
-            plan.done.append(drain.Refusal(
+            plan.done.append(drain.Settled(
                 facts.label, "already marked" if start else "not marked"))
     return plan
