@@ -31,6 +31,9 @@ MARK = traits.DRAIN_HOST
 REASON_PREFIX = "drain:"
 #: Nova's services.disabled_reason column is a String(255).
 MAX_REASON = 255
+#: The longest ``--reason`` text: what fits in MAX_REASON after
+#: disable_reason's "drain: " (the prefix and one space).
+MAX_REASON_TEXT = MAX_REASON - len(REASON_PREFIX + " ")
 #: Blockers ``show`` names before "(+N more)"; characters of an API error
 #: a one-line message quotes; the longest pause between two polls.
 MAX_BLOCKERS, MAX_TAIL, MAX_DELAY = 3, 200, 30.0

@@ -9,6 +9,7 @@
 # distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
+# under the License.
 # A real multi-process OpenStack on 127.0.0.1, for trying the project:
 #   tools/cloud.sh up       start what does not run yet (idempotent); prints
 #                           every log; the cloud runs until `down`

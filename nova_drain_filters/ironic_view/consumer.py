@@ -108,10 +108,11 @@ def read_ahead(amqp_transport: Any) -> None:
     What a read brings is kept here and handed to py-amqp at most
     ``HAND_OVER`` bytes a call. ``_read`` keeps what it gets beyond what
     it asked for in a bytes buffer and slices that buffer at each read
-    (``rbuf[n:]``), a copy of all it holds: handed a whole 256 KiB read,
-    it spent about 23 µs a message, against 4 µs handed 8 KiB at a time
-    (``tools/bench.sh read_ahead``). A bytearray gives its head away
-    without a copy.
+    (``rbuf[n:]``), a copy of all it holds, so handed a whole large read
+    it copies it again at each of a message's reads; handed small pieces
+    it copies little (``tools/bench.sh read_ahead``, figures in
+    ``doc/source/testing.rst``). A bytearray gives its head away without
+    a copy.
     Idempotent; a transport without ``_quick_recv`` (another py-amqp) is
     left alone.
     """

@@ -19,9 +19,8 @@ its own, and those run ``THREAD_NICE`` steps above the process's other
 threads. In a burst, every worker of a host applies every event, so without
 this the other workers' event threads take CPUs from the worker that is
 answering ``select_destinations``. With it the kernel runs the requests
-first and the events in what is left (``select_burst``: the calls'
-wait for a CPU fell from 82-185 ms to 49-92 ms a call at W = 8 on 2
-cores).
+first and the events in what is left: the calls wait less for a CPU
+during a burst (``select_burst``, figures in ``doc/source/testing.rst``).
 
 A niceness is the thread's own on Linux (sched(7), "the nice value is a
 per-thread attribute"). It counts against the threads of the same
@@ -46,10 +45,10 @@ from nova_drain_filters.ironic_view import refresher
 
 LOG = logging.getLogger(__name__)
 
-#: The reader process's niceness above its scheduler's. On 2 cores with a
-#: 10,000-event burst it took the calls' slowdown from 2.15x to 1.21x
-#: (``select_burst``). Not +19: when every CPU is busy with requests, a
-#: process at +19 beside a busy one gets about 1.5 % of a CPU, and the
+#: The reader process's niceness above its scheduler's: it shortens the
+#: calls' slowdown during a burst (``select_burst``). Not +19: when every
+#: CPU is busy with requests, a process at +19 beside a busy one gets
+#: almost none of a CPU (sched(7)'s weights, 15 against 1,024), and the
 #: view would fall further behind.
 READER_NICE = 10
 #: A scheduler process's event threads' niceness above its others', for

@@ -13,10 +13,11 @@
 """The pool's queue read in a process of its own: the reader.
 
 A scheduler process has one GIL, and its request thread wants all of it.
-Reading an event in the process costs about 0.2 ms of it: py-amqp's
-frames, kombu's message, two JSON decodes and our parse. In a 10,000-event
-burst that is 2 s taken from ``select_destinations`` (issue 22, the
-``select_burst`` benchmark: calls 1.5 to 1.9 times slower). The reader is
+Reading an event in the process takes the GIL for py-amqp's frames,
+kombu's message, two JSON decodes and our parse, and in a burst that
+time is taken from ``select_destinations`` (issue 22; the
+``select_burst`` benchmark in ``doc/source/testing.rst`` has the
+figures). The reader is
 a child process that does all of that (``consumer.QueueConsumer`` with the
 parent's oslo.messaging options) and hands the parent what
 ``notifications.parse_event`` made of each batch, in columns on a socket

@@ -60,7 +60,7 @@ class Unusable(Mapping[str, list[decisions.Reason]]):
     """The unusable nodes of one snapshot, and each one's reasons on asking.
 
     Only their uuids are kept, in one set. The reasons are worked out
-    again from the node's facts (a pure function of them, about 2 µs) when
+    again from the node's facts (a pure function of them, and quick) when
     asked, by a filter for the unusable candidates it meets. Keeping them
     cost a list and one object per reason for every unusable node, all
     long-lived: most nodes of a busy cloud, and a full collection walks

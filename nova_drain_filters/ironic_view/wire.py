@@ -20,13 +20,13 @@ tuple per event. What the parent builds from it (``decode_batch``) is one
 object per node, the node packed as the snapshot keeps it
 (``node_table.pack``), and nothing else that lives past the call.
 Why: every container the parent allocates counts towards Nova's next
-garbage collection. A batch of 1,000 events as tuples (an event, its
-fields, its traits' set, then a ``NodeEvent``) kept about 4,000 of them
-alive at once, six young collections a batch; in a 10,000-event burst
-that was about 50 young collections and 4 of the middle generation, and
-every 11th of those brings a full collection of the scheduler's heap
-(0.3 s or more under Nova's harness) within reach. In columns the same
-burst makes about 13 and 1 (``tests/unit/ironic_view/test_wire.py``).
+garbage collection. A batch of events as tuples (an event, its fields,
+its traits' set, then a ``NodeEvent``) kept four containers an event
+alive at once, so a burst ran many young collections and some of the
+middle generation, each of which brings a full collection of the
+scheduler's heap nearer. In columns the parent builds one object a
+node, and the same burst runs a fraction of those collections
+(``tests/unit/ironic_view/test_wire.py`` counts them).
 
 A batch's columns, in order:
 
@@ -42,10 +42,9 @@ The reader packs, and so judges, each node once for the host: every
 process that follows it (``host_reader.py``) puts the packed nodes into
 its snapshot as they come (``Patches.apply_packed``). Building each
 node's facts and judging them again in every process made a follower's
-event cost three to four times as much (``tools/bench.sh
-follower_apply``), and in a burst the seven followers of
-``select_burst`` spent three times the CPU they spend now
-(``doc/source/testing.rst``, "Packed on the wire").
+event cost several times as much, and a burst the host's followers'
+CPU with it (``tools/bench.sh follower_apply``; figures in
+``doc/source/testing.rst``, "Packed on the wire").
 """
 import pickle
 import socket

@@ -123,7 +123,7 @@ class StartHost(_HostChange):
         reason = drain.disable_reason(parsed_args.reason)
         if len(reason) > drain.MAX_REASON or not parsed_args.reason.strip():
             raise exceptions.CommandError(
-                f"--reason must be 1 to {drain.MAX_REASON - 7} characters")
+                f"--reason must be 1 to {drain.MAX_REASON_TEXT} characters")
         hosts = common.unique(parsed_args.hosts)
         gathered = _gather(self.client, hosts)
         plan = drain.plan_start([gathered.hosts[h] for h in hosts],
