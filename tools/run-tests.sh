@@ -15,11 +15,13 @@
 # started by the tests themselves) on the newest supported Nova, in .venv;
 # then the scheduler-side tests again on native threads (SCHEDULER_SIDE),
 # as that release's nova-scheduler runs, with a summary line of their own.
-#   --all-releases  then the functional suite again on every older supported
-#                   Nova (.venv-novaNN, built by tools/setup.sh in the
-#                   background while the newest Nova's stages run), one summary
-#                   line per release, and the native-threads pass on each
-#                   in THREADING_RELEASES. This is what CI runs.
+#   --all-releases  then the functional tests of what differs between
+#                   releases (OLDER_SELECTED) on every older supported Nova
+#                   (.venv-novaNN, built by tools/setup.sh in the background
+#                   while the newest Nova's stages run), one summary line
+#                   per release, and the native-threads pass on each in
+#                   THREADING_RELEASES (OLDER_THREADING). This is what CI
+#                   runs.
 #   --save-times    only write this checkout's recorded test durations
 #                   into tools/test-times.json (see below), after a run.
 # After the newest Nova's suites, the end-to-end tier (tests/e2e) on the
