@@ -26,6 +26,7 @@ aggregate-metadata filters (:data:`NOT_MODELLED`).
 """
 import dataclasses
 import enum
+import math
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -50,6 +51,43 @@ class Why(str, enum.Enum):
     PLACEMENT = "placement"        # placement offered none of the hosts
     ANTI_AFFINITY = "anti_affinity"  # every host holds its group's limit
     NO_ROOM = "no_room"            # the room went to servers before it
+
+
+def flavor_resources(vcpus: int, ram: int, disk: int, ephemeral: int,
+                     swap: int, extra_specs: Mapping[str, str],
+                     volume_backed: bool) -> dict[str, int]:
+    """What a flavor asks placement for, as Nova builds it
+    (``nova/scheduler/utils.py`` ``ResourceRequest.from_request_spec``):
+    VCPU, MEMORY_MB and DISK_GB (root unless volume-backed, ephemeral,
+    swap rounded up to a GB), each replaced by a ``resources:<class>``
+    extra spec, which at 0 removes it. Numbered groups and PCPU pinning
+    are not modelled."""
+    found = {"VCPU": vcpus, "MEMORY_MB": ram,
+             "DISK_GB": ((0 if volume_backed else disk) + ephemeral
+                         + math.ceil(swap / 1024))}
+    for key, value in extra_specs.items():
+        prefix, _, rc = key.partition(":")
+        if prefix == "resources" and rc:
+            try:
+                found[rc] = int(value)
+            except ValueError:
+                continue
+    return {rc: n for rc, n in found.items() if n > 0}
+
+
+def flavor_traits(extra_specs: Mapping[str, str]
+                  ) -> tuple[frozenset[str], frozenset[str]]:
+    """The (required, forbidden) traits of a flavor's ``trait:<name>``
+    extra specs (unnumbered group only)."""
+    required, forbidden = set(), set()
+    for key, value in extra_specs.items():
+        prefix, _, name = key.partition(":")
+        if prefix == "trait" and name:
+            if value == "required":
+                required.add(name)
+            elif value == "forbidden":
+                forbidden.add(name)
+    return frozenset(required), frozenset(forbidden)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -168,3 +168,27 @@ class TestAntiAffinity(testtools.TestCase):
         result = fit.simulate([need("a")], [room("h1")], [group],
                               {"x": "h1", "y": "h1"})
         self.assertEqual({"a": ("", Why.ANTI_AFFINITY)}, placed(result))
+
+
+class TestFlavor(testtools.TestCase):
+    def test_resources_as_nova_builds_them(self) -> None:
+        self.assertEqual(
+            {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 23},
+            fit.flavor_resources(2, 2048, 20, 2, 513, {}, False))
+        self.assertEqual(
+            {"VCPU": 2, "MEMORY_MB": 2048},
+            fit.flavor_resources(2, 2048, 20, 0, 0, {}, True))
+
+    def test_resources_overrides(self) -> None:
+        self.assertEqual(
+            {"MEMORY_MB": 1024, "DISK_GB": 1, "CUSTOM_BAREMETAL_GOLD": 1},
+            fit.flavor_resources(1, 1024, 1, 0, 0, {
+                "resources:VCPU": "0", "resources:CUSTOM_BAREMETAL_GOLD": "1",
+                "hw:cpu_policy": "shared"}, False))
+
+    def test_traits(self) -> None:
+        self.assertEqual(
+            (frozenset({"CUSTOM_A"}), frozenset({"CUSTOM_B"})),
+            fit.flavor_traits({"trait:CUSTOM_A": "required",
+                               "trait:CUSTOM_B": "forbidden",
+                               "trait1:CUSTOM_C": "required"}))
