@@ -215,7 +215,8 @@ class _Packing:
                     per[where[member]] = per.get(where[member], 0) + 1
 
     def place(self, need: Need) -> Verdict:
-        """Filter in the order of the reasons, weigh, take the room."""
+        """Filter in the order of the reasons, weigh, take the room; the
+        first filter that leaves no host is the reason."""
         pool = sorted(self.rooms.values(), key=lambda r: r.host)
         if not pool:
             return Verdict(need, 0, why=Why.NO_HOST)
@@ -226,13 +227,15 @@ class _Packing:
              lambda n, p: f"pinned to {n.az}"),
             (Why.TOO_BIG, lambda r: _fits(need, r, total=True),
              lambda n, p: _tightest(n, p, total=True)),
-            (Why.PLACEMENT, lambda r: need.offered is None
-             or r.host in need.offered,
-             lambda n, p: "placement offered none of the hosts left"),
             (Why.ANTI_AFFINITY, lambda r: not self._full(need, r.host),
              self._group_text),
             (Why.NO_ROOM, lambda r: _fits(need, r),
              lambda n, p: _tightest(n, p, total=False)),
+            # Last: it names only what the model above does not explain
+            # (placement's max_unit, step_size, a trait we did not read).
+            (Why.PLACEMENT, lambda r: need.offered is None
+             or r.host in need.offered,
+             lambda n, p: "placement offered none of the hosts left"),
         )
         for why, keep, text in steps:
             kept = [r for r in pool if keep(r)]

@@ -192,3 +192,12 @@ class TestFlavor(testtools.TestCase):
             fit.flavor_traits({"trait:CUSTOM_A": "required",
                                "trait:CUSTOM_B": "forbidden",
                                "trait1:CUSTOM_C": "required"}))
+
+
+class TestReasonOrder(testtools.TestCase):
+    def test_no_room_is_named_before_placement(self) -> None:
+        # Placement offers nothing because there is no room: the reason
+        # is the room, with its tightest class.
+        result = fit.simulate([need("a", ram=9000, offered=frozenset())],
+                              [room("h1", ram=16384, used_ram=8192)])
+        self.assertEqual(Why.NO_ROOM, result.verdicts[0].why)

@@ -1,0 +1,105 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack drain host check`` through the real shell, against Nova's
+real API, scheduler, computes (MediumFakeDriver-sized: 8192 MB each) and
+placement: the prediction is asserted, and for anti-affinity compared with
+where ``drain host migrate`` really puts the server."""
+import json
+from typing import Any
+
+from tests.functional import migrate_base
+
+
+class CheckTestBase(migrate_base.MigrateTestBase):
+    def flavor(self, name: str, ram: int) -> str:
+        found = self.admin_api.post_flavor({"flavor": {
+            "name": name, "ram": ram, "vcpus": 1, "disk": 1}})
+        return str(found["id"])
+
+    def group(self, name: str, policy: str) -> str:
+        found: str = self.admin_api.post_server_groups(
+            {"name": name, "policy": policy})["id"]
+        return found
+
+    def boot_in(self, group: str, host: str) -> dict[str, Any]:
+        body = self._build_server(networks="none", host=host)
+        self.admin_api.microversion = "2.74"
+        return self.settle(lambda: self.admin_api.post_server(
+            {"server": body, "os:scheduler_hints": {"group": group}}))
+
+    def check(self, *argv: str, rc: int = 0
+              ) -> tuple[dict[str, dict[str, Any]], str]:
+        """``drain host check ... -f json``: rows by server, and stderr."""
+        run = self.cli("drain", "host", "check", *argv, "-f", "json")
+        self.assertEqual(rc, run.rc, run)
+        self.assertNotIn("Traceback", run.stderr)
+        return {r["Server"]: r for r in json.loads(run.stdout)}, run.stderr
+
+
+class FitTest(CheckTestBase):
+    def test_a_server_larger_than_the_room_left_does_not_fit(self) -> None:
+        big, half = self.flavor("big", 6000), self.flavor("half", 3000)
+        large = self.boot_on("host1", flavor_id=big)
+        small = self.boot_on("host1")
+        for host in ("host2", "host3"):
+            self.boot_on(host, flavor_id=half)
+
+        rows, stderr = self.check("host1", rc=1)
+        self.assertEqual(["Host", "Server", "Name", "Move", "Fits",
+                          "Candidates", "Destination", "Why"],
+                         list(rows[large["id"]]))
+        row = rows[large["id"]]
+        self.assertEqual(("live", "no", 0, ""), (
+            row["Move"], row["Fits"], row["Candidates"],
+            row["Destination"]))
+        self.assertTrue(row["Why"].startswith("no room left: MEMORY_MB: "
+                                              "needs 6000"), row["Why"])
+        row = rows[small["id"]]
+        self.assertEqual(("yes", 2), (row["Fits"], row["Candidates"]))
+        self.assertIn(row["Destination"], ("host2", "host3"))
+        self.assertIn("nowhere to go: 1 server(s)", stderr)
+        self.assertIn("not modelled: NUMA", stderr)
+        # It reads only: nothing moved, no drain started.
+        self.assertEqual("host1", self.server(large)["OS-EXT-SRV-ATTR:host"])
+        shown = self.cli_json("drain", "host", "show", "host1")
+        self.assertEqual("Active", shown[0]["Phase"])
+
+    def test_bad_input_is_one_line(self) -> None:
+        run = self.cli("drain", "host", "check", "nosuch")
+        self.assertEqual(1, run.rc, run)
+        self.assertIn("unknown host(s) nosuch", run.stderr)
+        run = self.cli("drain", "host", "check", "--az", "nowhere")
+        self.assertEqual(1, run.rc, run)
+        self.assertIn("availability zone 'nowhere'", run.stderr)
+        self.assertNotIn("Traceback", run.stderr)
+
+
+class AntiAffinityTest(CheckTestBase):
+    def test_prediction_matches_migrate(self) -> None:
+        anti = self.group("spread", "anti-affinity")
+        mover = self.boot_in(anti, "host1")
+        self.boot_in(anti, "host2")
+        # host3 is busier, so the weigher alone would pick host2: only the
+        # anti-affinity rule keeps the mover off it.
+        for _ in range(2):
+            self.boot_on("host3")
+
+        rows, _ = self.check("host1")
+        row = rows[mover["id"]]
+        self.assertEqual(("yes", 1, "host3"), (
+            row["Fits"], row["Candidates"], row["Destination"]))
+
+        self.start_drain("host1")
+        moved, _run = self.migrate("host1")
+        self.assertEqual("host3", moved[mover["id"]]["Destination"])
+        self.assertEqual("host3", self.server(mover)["OS-EXT-SRV-ATTR:host"])
