@@ -103,3 +103,48 @@ class AntiAffinityTest(CheckTestBase):
         moved, _run = self.migrate("host1")
         self.assertEqual("host3", moved[mover["id"]]["Destination"])
         self.assertEqual("host3", self.server(mover)["OS-EXT-SRV-ATTR:host"])
+
+
+class MigrateRefusesTest(CheckTestBase):
+    HOSTS = ("host1", "host2")
+
+    def setUp(self) -> None:
+        super().setUp()
+        big = self.flavor("big", 6000)
+        self.large = self.boot_on("host1", flavor_id=big)
+        self.small = self.boot_on("host1")
+        self.boot_on("host2", flavor_id=self.flavor("half", 3000))
+        self.start_drain("host1")
+
+    def test_refuses_without_allow_partial(self) -> None:
+        run = self.cli("drain", "host", "migrate", "host1", "--yes", "-f",
+                       "json")
+        self.assertEqual(1, run.rc, run)
+        self.assertIn("nothing moved: 1 server(s) have nowhere to go",
+                      run.stderr)
+        self.assertIn(self.large["id"], run.stderr)
+        self.assertNotIn("Traceback", run.stderr)
+        for server in (self.large, self.small):
+            self.assertEqual([], self.records(server))
+
+    def test_dry_run_shows_the_prediction(self) -> None:
+        run = self.cli("drain", "host", "migrate", "host1", "--dry-run",
+                       "-f", "json")
+        self.assertEqual(0, run.rc, run)
+        rows = {r["Server"]: r for r in json.loads(run.stdout)}
+        self.assertEqual(
+            {self.large["id"]: ("planned", "no", 0, ""),
+             self.small["id"]: ("planned", "yes", 1, "host2")},
+            {s: (r["Result"], r["Fits"], r["Candidates"], r["Destination"])
+             for s, r in rows.items()})
+        self.assertIn("a run without --dry-run would stop", run.stderr)
+
+    def test_allow_partial_moves_the_rest(self) -> None:
+        rows, _run = self.migrate("host1", "--allow-partial", rc=1)
+        self.assertEqual(("moved", "host2"), (
+            rows[self.small["id"]]["Result"],
+            rows[self.small["id"]]["Destination"]))
+        self.assertEqual("host2", self.server(self.small)[
+            "OS-EXT-SRV-ATTR:host"])
+        self.assertEqual("host1", self.server(self.large)[
+            "OS-EXT-SRV-ATTR:host"])
