@@ -109,7 +109,7 @@ def picture(client: drain_client.DrainClient, hosts: Sequence[str],
     Ironic listing lacking nodes) is this command's too."""
     args = argparse.Namespace(max_missing_fraction=fraction,
                               nova_config=None)
-    seen = report_cli.gather(client, client.nova, args)
+    seen = report_cli.gather(client, client.nova, args, WHAT)
     with common.api_errors():
         listed = client.nova.aggregates()
     known = {hv.host for hv in seen.hypervisors}

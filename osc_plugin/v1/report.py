@@ -36,7 +36,8 @@ WHAT = "report capacity"
 
 
 def gather(client: drain_client.DrainClient, nova: orphans.NovaSide,
-           parsed_args: argparse.Namespace) -> report.Picture:
+           parsed_args: argparse.Namespace, what: str = WHAT
+           ) -> report.Picture:
     """Read the picture in bulk: pages and lists, never one per host.
 
     Requests: hypervisor, server and migration pages (none with
@@ -58,7 +59,7 @@ def gather(client: drain_client.DrainClient, nova: orphans.NovaSide,
                                   {h.uuid: h for h in hypervisors}, fraction)
         except orphans.NovaViewIncomplete as exc:
             raise common.nova_view_refused(
-                exc.verdict, WHAT, parsed_args.nova_config, fraction) from None
+                exc.verdict, what, parsed_args.nova_config, fraction) from None
         known = client.placement.existing_traits(traits.DEFAULT_FORBIDDEN)
         marked = {t: {p["uuid"] for p in client.placement.providers(
             required=t)} for t in traits.DEFAULT_FORBIDDEN if t in known}
@@ -66,7 +67,7 @@ def gather(client: drain_client.DrainClient, nova: orphans.NovaSide,
             client, hypervisors, fraction, ironic.REPORT_FIELDS)
     if verdict is not None and nodes is None:
         raise exceptions.CommandError(
-            f"refusing to {WHAT}: "
+            f"refusing to {what}: "
             + common.untrusted(client, verdict, fraction))
     return report.Picture(
         hypervisors, services, {p["uuid"] for p in listed}, marked, nodes,

@@ -20,6 +20,7 @@ from nova_drain_filters import fit
 from nova_drain_filters import migration as mig
 from nova_drain_filters.clients import compute
 from osc_plugin.v1 import check
+from tests.unit import ironic_fakes
 from tests.unit.osc_plugin import fakes
 
 AGGS = [compute.Aggregate(1, "rack1", ("c1", "c2"), "az1"),
@@ -73,6 +74,16 @@ class TestCheck(fakes.CommandTestCase):
         self.assertEqual(check.NO_FIT_EXIT, self.run_cmd(mock.Mock(), "c1"))
         self.assertIn("nowhere to go: 1 server(s)\n  c1: n-a (a)",
                       self.app.stderr.getvalue())
+
+
+class TestUntrusted(fakes.CommandTestCase):
+    def test_refused_as_the_report_refuses_it(self) -> None:
+        client = fakes.stale_cloud()
+        client.ironic = ironic_fakes.FakeIronicClient([])
+        error = self.assertRaises(exceptions.CommandError, check.picture,
+                                  client, ["c1"], [], [], 0.5)
+        self.assertTrue(str(error).startswith(
+            "refusing to check hosts: the Ironic listing lacks"), error)
 
 
 class TestResolve(fakes.CommandTestCase):
