@@ -152,6 +152,20 @@ def host_rooms(cloud: Cloud, summaries: Mapping[str, placement.ProviderRoom],
     return rooms, hosts
 
 
+def provider_rooms(client: placement.PlacementClient,
+                   classes: Iterable[str]
+                   ) -> dict[str, dict[str, tuple[int, int]]]:
+    """{provider: {class: (capacity, used)}} of every provider with room
+    for one unit of any of ``classes``: one candidates request per class
+    (a provider in none has no room for anything)."""
+    found: dict[str, dict[str, tuple[int, int]]] = {}
+    for rc in classes:
+        answer = client.allocation_candidates({rc: 1})
+        for uuid, summary in answer.summaries.items():
+            found.setdefault(uuid, {}).update(summary.resources)
+    return found
+
+
 def anti_affinity(groups: Iterable[server_moves.ServerGroup]
                   ) -> list[fit.Group]:
     return [fit.Group(g.name or g.uuid, frozenset(g.members), g.max_per_host)

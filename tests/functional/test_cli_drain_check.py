@@ -209,3 +209,18 @@ class DifferentialTest(CheckTestBase):
 
     def test_seed_35(self) -> None:
         self.compare(35)
+
+
+class HeadroomTest(CheckTestBase):
+    HOSTS = ("host1", "host2")
+
+    def test_free_room_per_host(self) -> None:
+        self.boot_on("host1", flavor_id=self.flavor("r1000", 1000))
+        rows = {r["Host"]: r for r in self.cli_json(
+            "drain", "report", "--headroom", "--by", "host")}
+        self.assertEqual(["host1", "host2"], sorted(rows))
+        used = {h: r["MEMORY_MB Capacity"] - r["MEMORY_MB Free"]
+                for h, r in rows.items()}
+        self.assertEqual({"host1": 1000, "host2": 0}, used)
+        self.assertEqual((1, 1), (rows["host1"]["Hosts"],
+                                  rows["host1"]["Nodes"]))

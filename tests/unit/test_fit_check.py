@@ -110,3 +110,17 @@ class TestCheck(testtools.TestCase):
         [verdict] = self.check().verdicts
         self.assertEqual("h1", verdict.destination)
 
+
+
+class TestProviderRooms(testtools.TestCase):
+    def test_one_request_per_class_merged(self) -> None:
+        client = mock.Mock(spec=placement.PlacementClient)
+        client.allocation_candidates.side_effect = [
+            placement.Candidates(frozenset({"rp1"}), {"rp1": summary("rp1")}),
+            placement.Candidates(frozenset({"rp2"}), {"rp2": summary(
+                "rp2", 4096)})]
+        found = fit_check.provider_rooms(client, ["VCPU", "MEMORY_MB"])
+        self.assertEqual([mock.call({"VCPU": 1}), mock.call({"MEMORY_MB": 1})],
+                         client.allocation_candidates.call_args_list)
+        self.assertEqual((4096, 4096), found["rp2"]["MEMORY_MB"])
+        self.assertEqual({"rp1", "rp2"}, set(found))
