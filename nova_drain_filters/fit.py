@@ -203,8 +203,13 @@ class _Packing:
 
     def __init__(self, rooms: Iterable[HostRoom], groups: Iterable[Group],
                  where: Mapping[str, str]) -> None:
-        self.rooms = {r.host: r for r in rooms}
+        # In host order; replacing a room keeps its place.
+        self.rooms = {r.host: r for r in sorted(rooms, key=lambda r: r.host)}
         self.groups = list(groups)
+        self.member_of: dict[str, list[Group]] = {}
+        for g in self.groups:
+            for member in g.members:
+                self.member_of.setdefault(member, []).append(g)
         #: {group name: {host: members there}}, members living elsewhere
         #: included.
         self.count: dict[str, dict[str, int]] = {}
@@ -217,7 +222,7 @@ class _Packing:
     def place(self, need: Need) -> Verdict:
         """Filter in the order of the reasons, weigh, take the room; the
         first filter that leaves no host is the reason."""
-        pool = sorted(self.rooms.values(), key=lambda r: r.host)
+        pool = list(self.rooms.values())
         if not pool:
             return Verdict(need, 0, why=Why.NO_HOST)
         steps = (
@@ -253,7 +258,7 @@ class _Packing:
         return "no host left with " + ", ".join(words)
 
     def _mine(self, need: Need) -> list[Group]:
-        return [g for g in self.groups if need.step.server in g.members]
+        return self.member_of.get(need.step.server, [])
 
     def _full(self, need: Need, host: str) -> bool:
         return any(self.count[g.name].get(host, 0) >= g.max_per_host
