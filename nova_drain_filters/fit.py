@@ -261,6 +261,9 @@ class _Packing:
         return self.member_of.get(need.step.server, [])
 
     def _full(self, need: Need, host: str) -> bool:
+        """As ``nova/scheduler/filters/affinity_filter.py``
+        ``_GroupAntiAffinityFilter.host_passes``: a host passes while it
+        holds fewer members than ``max_server_per_host`` (default 1)."""
         return any(self.count[g.name].get(host, 0) >= g.max_per_host
                    for g in self._mine(need))
 
