@@ -19,6 +19,7 @@ confirm). The decisions are :mod:`nova_drain_filters.migration`'s.
 """
 import dataclasses
 from collections.abc import Collection
+from collections.abc import Iterable
 
 from nova_drain_filters import migration as mig
 from nova_drain_filters import migration_runner as runner
@@ -37,9 +38,14 @@ class HostMoves:
 
 def _affinity(client: server_moves.MoveClient
               ) -> dict[str, tuple[str, int]]:
+    return affinity_members(client.server_groups())
+
+
+def affinity_members(groups: Iterable[server_moves.ServerGroup]
+                     ) -> dict[str, tuple[str, int]]:
     """Affinity groups by member: (group name, count of other members)."""
     found: dict[str, tuple[str, int]] = {}
-    for group in client.server_groups():
+    for group in groups:
         if group.policy == "affinity" and len(group.members) > 1:
             for member in group.members:
                 found[member] = (group.name or group.uuid,

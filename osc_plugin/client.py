@@ -32,6 +32,7 @@ from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import ironic
 from nova_drain_filters.clients import placement
 from nova_drain_filters.clients import server_moves
+from nova_drain_filters.clients import server_needs
 from nova_drain_filters.ironic_view import credentials as ironic_credentials
 from osc_plugin import scope
 
@@ -99,6 +100,11 @@ class DrainClient:
     def moves(self) -> server_moves.MoveClient:
         """Nova's move calls, at their own (newer) microversion."""
         return self._client("compute", server_moves.MoveClient, "moves")
+
+    @property
+    def needs(self) -> server_needs.NeedsClient:
+        """Servers with their flavors and pins, at their own microversion."""
+        return self._client("compute", server_needs.NeedsClient, "needs")
 
     @property
     def placement(self) -> placement.PlacementClient:

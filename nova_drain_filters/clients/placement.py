@@ -11,8 +11,11 @@
 # under the License.
 
 """Typed placement calls used by the pre-filter, the trait sync and the CLI."""
+import dataclasses
 from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import Any
+from urllib import parse
 
 from nova_drain_filters.clients import http
 
@@ -25,6 +28,9 @@ ALLOCATIONS_VERSION = "1.38"
 PROVIDERS_VERSION = "1.14"
 #: 1.18: ``GET /resource_providers?required=<traits>``.
 REQUIRED_TRAITS_VERSION = "1.18"
+#: 1.22: ``GET /allocation_candidates`` takes forbidden traits
+#: (``!TRAIT``); its provider summaries carry traits from 1.17.
+CANDIDATES_VERSION = "1.22"
 #: ``GET /resource_providers/{uuid}/allocations``: unchanged since 1.0.
 PROVIDER_ALLOCATIONS_VERSION = "1.0"
 
@@ -51,6 +57,36 @@ def root_names(providers: list[dict[str, Any]]) -> list[str]:
     """The names (else UUIDs) of the root providers among ``providers``."""
     return [p.get("name") or p["uuid"] for p in providers
             if p.get("root_provider_uuid", p["uuid"]) == p["uuid"]]
+
+@dataclasses.dataclass(frozen=True)
+class ProviderRoom:
+    """One provider of an allocation candidates answer's summaries."""
+
+    uuid: str
+    #: {resource class: (capacity, used)}; capacity is placement's
+    #: (total - reserved) * allocation_ratio.
+    resources: Mapping[str, tuple[int, int]]
+    traits: frozenset[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidates:
+    """One request shape's answer: the providers it could allocate from
+    and the summary of every provider the answer names."""
+
+    offered: frozenset[str]
+    summaries: Mapping[str, ProviderRoom]
+
+
+def _summaries(body: dict[str, Any]) -> dict[str, ProviderRoom]:
+    found = {}
+    for uuid, summary in (body.get("provider_summaries") or {}).items():
+        found[uuid] = ProviderRoom(
+            uuid, {rc: (int(r.get("capacity", 0)), int(r.get("used", 0)))
+                   for rc, r in (summary.get("resources") or {}).items()},
+            frozenset(summary.get("traits") or ()))
+    return found
+
 
 class PlacementClient(http.ServiceClient):
     """Placement, through a keystoneauth1 Adapter."""
@@ -134,6 +170,28 @@ class PlacementClient(http.ServiceClient):
             url += f"?required={required}"
             version = REQUIRED_TRAITS_VERSION
         return list(self.get(url, microversion=version)["resource_providers"])
+
+    def allocation_candidates(
+        self, resources: Mapping[str, int], required: Iterable[str] = (),
+        forbidden: Iterable[str] = ()) -> Candidates:
+        """The providers that could take ``resources`` now, in one request.
+
+        Placement answers 400 to a trait it has never seen; the caller
+        sends only traits :meth:`existing_traits` knows (a forbidden trait
+        nobody has forbids nothing; a required one nobody has means no
+        candidate, without asking).
+        """
+        query = {"resources": ",".join(
+            f"{rc}:{n}" for rc, n in sorted(resources.items()))}
+        wanted = sorted(required) + [f"!{t}" for t in sorted(forbidden)]
+        if wanted:
+            query["required"] = ",".join(wanted)
+        body = self.get("/allocation_candidates?" + parse.urlencode(query),
+                        microversion=CANDIDATES_VERSION)
+        offered = frozenset(
+            rp for request in body.get("allocation_requests") or ()
+            for rp in (request.get("allocations") or {}))
+        return Candidates(offered, _summaries(body))
 
     def provider_allocations(self, rp_uuid: str) -> dict[str, dict[str, int]]:
         """{consumer: {resource class: amount}} on one provider."""

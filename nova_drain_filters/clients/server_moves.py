@@ -66,6 +66,8 @@ class ServerGroup:
     name: str
     policy: str
     members: tuple[str, ...]
+    #: The ``max_server_per_host`` rule (2.64) of an anti-affinity group.
+    max_per_host: int = 1
 
 
 def _state(body: dict[str, Any]) -> ServerState:
@@ -86,6 +88,17 @@ def _record(body: dict[str, Any]) -> MigrationRecord:
         dest_compute=body.get("dest_compute"),
         created_at=stamps.epoch(body.get("created_at")),
         updated_at=stamps.epoch(body.get("updated_at")))
+
+
+def _max_per_host(group: dict[str, Any]) -> int:
+    """An anti-affinity group's ``max_server_per_host`` rule, else 1
+    (``nova/scheduler/filters/affinity_filter.py``
+    ``ServerGroupAntiAffinityFilter``)."""
+    try:
+        return max(1, int((group.get("rules") or {}).get(
+            "max_server_per_host", 1)))
+    except (TypeError, ValueError):
+        return 1
 
 
 class MoveClient(compute.ComputeClient):
@@ -175,7 +188,8 @@ class MoveClient(compute.ComputeClient):
             found += [ServerGroup(
                 uuid=g["id"], name=g.get("name") or "",
                 policy=g.get("policy") or "",
-                members=tuple(g.get("members") or ())) for g in page]
+                members=tuple(g.get("members") or ()),
+                max_per_host=_max_per_host(g)) for g in page]
             if len(page) < compute.PAGE_SIZE:
                 return found
         raise http.ApiError(self.service, "GET", "/os-server-groups", 200,

@@ -22,10 +22,13 @@ from typing import Any
 from osc_lib import exceptions
 
 from nova_drain_filters import drain
+from nova_drain_filters import fit
+from nova_drain_filters import fit_check
 from nova_drain_filters import migration as mig
 from nova_drain_filters import migration_facts as facts
 from nova_drain_filters import migration_runner as runner
 from osc_plugin import client as osc_client
+from osc_plugin.v1 import check
 from osc_plugin.v1 import common
 from osc_plugin.v1 import drain_steps
 from osc_plugin.v1 import planned
@@ -33,6 +36,8 @@ from osc_plugin.v1 import results
 
 COLUMNS = ("Host", "Server", "Name", "Action", "Result", "Destination",
            "Detail")
+#: With --dry-run, the check's columns follow; Destination is predicted.
+DRY_RUN_COLUMNS = COLUMNS + ("Fits", "Candidates", "Why")
 DEFAULTS = {"concurrency": 2, "timeout": 3600, "server_timeout": 900,
             "retries": 2}
 LIMITS = {"concurrency": (1, 1000), "timeout": (1, 7 * 86400),
@@ -127,9 +132,16 @@ class MigrateHost(planned.PlannedChange[runner.Move]):
     over, it is on another host and has no task. Exit 0 only when every
     host is left with no server and no unfinished migration. A rerun picks
     up the migrations in flight instead of posting again.
+
+    Before anything moves, it runs 'openstack drain host check' on the
+    hosts: if a movable server has nowhere to go it refuses to start
+    (exit 1, nothing moved) unless --allow-partial. With --dry-run the
+    table adds the check's columns (Fits, Candidates, Why) and the
+    predicted Destination.
     """
 
     columns = COLUMNS
+    prediction: fit.Result | None = None
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
@@ -148,6 +160,10 @@ class MigrateHost(planned.PlannedChange[runner.Move]):
                 "--" + name.replace("_", "-"), metavar="<n>",
                 default=str(DEFAULTS[name]),
                 help=f"{help_text} (default {DEFAULTS[name]})")
+        parser.add_argument(
+            "--allow-partial", action="store_true",
+            help="start even when the check finds a movable server with "
+                 "nowhere to go (it is still tried; the scheduler decides)")
         return parser
 
     def make_plan(self, parsed_args: argparse.Namespace
@@ -167,11 +183,38 @@ class MigrateHost(planned.PlannedChange[runner.Move]):
                 for h in self.hosts]
         moves = [m for h in hosts for m in h.moves]
         stays = [s for h in hosts for s in h.unmovable]
+        notes = [f"{s.host}: {s.name or '-'} ({s.server}) stays: "
+                 f"{why_text(s)}" for s in stays]
+        if moves:
+            notes += self.fit_notes(parsed_args)
         return planned.Plan(
-            steps=moves, lines=[plan_line(m) for m in moves],
-            notes=[f"{s.host}: {s.name or '-'} ({s.server}) stays: "
-                   f"{why_text(s)}" for s in stays],
+            steps=moves, lines=[plan_line(m) for m in moves], notes=notes,
             rows=[stay_row(s) for s in stays])
+
+    def fit_notes(self, parsed_args: argparse.Namespace) -> list[str]:
+        """Run the check; refuse when a movable server has nowhere to go
+        (a dry run, or --allow-partial, only says so)."""
+        client = self.client
+        hosts, cloud = check.picture(client, self.hosts, [], [],
+                                     common.DEFAULT_FRACTION)
+        with common.api_errors():
+            self.prediction = fit_check.check(fit_check.Clients(
+                client.needs, client.moves, client.placement), cloud, hosts)
+        homeless = [f"{v.need.step.host}: {v.need.step.name or '-'} "
+                    f"({v.need.step.server}): {check.why_text(v)}"
+                    for v in self.prediction.homeless]
+        if not homeless:
+            return []
+        refusal = (f"nothing moved: {len(homeless)} server(s) have nowhere "
+                   "to go ('openstack drain host check' shows why): "
+                   + "; ".join(homeless)
+                   + "; pass --allow-partial to move the rest anyway")
+        if parsed_args.allow_partial:
+            return [f"nowhere to go (--allow-partial): {h}"
+                    for h in homeless]
+        if not parsed_args.dry_run:
+            raise exceptions.CommandError(refusal)
+        return [f"a run without --dry-run would stop: {refusal}"]
 
     def step_row(self, step: runner.Move, result: str) -> planned.Row:
         return move_row(step)[:4] + (result, "", why_text(step.step))
@@ -193,10 +236,26 @@ class MigrateHost(planned.PlannedChange[runner.Move]):
         """The base's plan, ask and run; then whether each host is done
         (also when there was nothing to move)."""
         columns, rows = super().take_action(parsed_args)
-        if not parsed_args.dry_run:
-            with common.api_errors():
-                rows += self.check_done(self.client, self.hosts, rows)
+        if parsed_args.dry_run:
+            return DRY_RUN_COLUMNS, self.predicted(rows)
+        with common.api_errors():
+            rows += self.check_done(self.client, self.hosts, rows)
         return columns, rows
+
+    def predicted(self, rows: list[planned.Row]) -> list[planned.Row]:
+        """The dry run's rows with the check's prediction of each."""
+        verdicts = {v.need.step.server: v for v in (
+            self.prediction.verdicts if self.prediction else ())}
+        found: list[planned.Row] = []
+        for row in rows:
+            v = verdicts.get(row[1])
+            if v is None:
+                found.append(tuple(row) + ("", "", ""))
+                continue
+            found.append(tuple(row[:5]) + (v.destination,) + tuple(row[6:])
+                         + ("yes" if v.fits else "no", v.candidates,
+                            check.why_text(v)))
+        return found
 
     def check_done(self, client: osc_client.DrainClient, hosts: list[str],
                    rows: list[tuple[str, ...]]) -> list[tuple[str, ...]]:

@@ -17,6 +17,8 @@ from typing import Any
 
 from osc_lib import exceptions
 
+from nova_drain_filters import fit_check
+from nova_drain_filters import headroom
 from nova_drain_filters import orphans
 from nova_drain_filters import report
 from nova_drain_filters import report_metrics
@@ -36,7 +38,8 @@ WHAT = "report capacity"
 
 
 def gather(client: drain_client.DrainClient, nova: orphans.NovaSide,
-           parsed_args: argparse.Namespace) -> report.Picture:
+           parsed_args: argparse.Namespace, what: str = WHAT
+           ) -> report.Picture:
     """Read the picture in bulk: pages and lists, never one per host.
 
     Requests: hypervisor, server and migration pages (none with
@@ -58,7 +61,7 @@ def gather(client: drain_client.DrainClient, nova: orphans.NovaSide,
                                   {h.uuid: h for h in hypervisors}, fraction)
         except orphans.NovaViewIncomplete as exc:
             raise common.nova_view_refused(
-                exc.verdict, WHAT, parsed_args.nova_config, fraction) from None
+                exc.verdict, what, parsed_args.nova_config, fraction) from None
         known = client.placement.existing_traits(traits.DEFAULT_FORBIDDEN)
         marked = {t: {p["uuid"] for p in client.placement.providers(
             required=t)} for t in traits.DEFAULT_FORBIDDEN if t in known}
@@ -66,7 +69,7 @@ def gather(client: drain_client.DrainClient, nova: orphans.NovaSide,
             client, hypervisors, fraction, ironic.REPORT_FIELDS)
     if verdict is not None and nodes is None:
         raise exceptions.CommandError(
-            f"refusing to {WHAT}: "
+            f"refusing to {what}: "
             + common.untrusted(client, verdict, fraction))
     return report.Picture(
         hypervisors, services, {p["uuid"] for p in listed}, marked, nodes,
@@ -89,6 +92,28 @@ def row_values(row: report.Row, by: str, classes: list[str],
             + tuple(row.inventory.get(rc, 0) for rc in classes) + tail)
 
 
+def headroom_table(client: drain_client.DrainClient,
+                   verdicts: list[report.NodeVerdict], classes: list[str],
+                   by: str, groups: dict[str, list[str]] | None
+                   ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+    """``--headroom``: one candidates request per resource class, then a
+    row per group with each class's free room, capacity and share free."""
+    with common.api_errors():
+        rooms = fit_check.provider_rooms(client.placement, classes)
+    found = headroom.rows(verdicts, rooms, by, groups)
+    classes = headroom.resource_classes(found) or classes
+    head = (GROUP_COLUMNS[by],) if by in GROUP_COLUMNS else ()
+    columns = head + ("Hosts", "Nodes") + tuple(
+        f"{rc} {what}" for rc in classes
+        for what in ("Free", "Capacity", "Free Fraction"))
+    return columns, [
+        ((r.group,) if head else ()) + (r.hosts, r.nodes) + tuple(
+            value for rc in classes for value in (
+                r.free.get(rc, 0), r.capacity.get(rc, 0),
+                round(r.fraction(rc), 3)))
+        for r in found]
+
+
 class ReportCapacity(common.DrainLister):
     """Report how much capacity cannot be scheduled, and why.
 
@@ -102,7 +127,9 @@ class ReportCapacity(common.DrainLister):
     availability zone. Reads only.
 
     Columns: [Host|Aggregate|Availability Zone], Reason, Hosts, Nodes, one
-    per resource class[, Node Reasons].
+    per resource class[, Node Reasons]. With --headroom: [Host|Aggregate|
+    Availability Zone], Hosts, Nodes, then for each resource class its
+    Free, Capacity and Free Fraction on the schedulable nodes.
     """
 
     exit_help = (f"exit {common.FOUND_EXIT} when the unschedulable share of "
@@ -114,6 +141,11 @@ class ReportCapacity(common.DrainLister):
             "--by", choices=report.BY, default="reason",
             help="rows per reason (default), or per host, aggregate or "
                  "availability zone (az) and reason")
+        parser.add_argument(
+            "--headroom", action="store_true",
+            help="instead, the free capacity of the schedulable nodes per "
+                 "resource class (placement's capacity and usage), per "
+                 "--by host, aggregate or az (one row without --by)")
         parser.add_argument(
             "--nova-config", metavar="<path>", type=common.nova_config_arg,
             help="nova.conf of a controller: read compute nodes, instances "
@@ -164,6 +196,8 @@ class ReportCapacity(common.DrainLister):
                 f"more than --max-unschedulable-fraction {limit}\n")
         self.found = len(over)
         classes = report.resource_classes(verdicts)
+        if parsed_args.headroom:
+            return headroom_table(client, verdicts, classes, by, groups)
         machine = getattr(parsed_args, "formatter", "") in _MACHINE
         return (columns(by, classes, machine),
                 [row_values(r, by, classes, machine)

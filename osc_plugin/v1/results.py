@@ -18,6 +18,7 @@ them into text. The words are public interface: keep them as they are.
 from collections.abc import Sequence
 
 from nova_drain_filters import drain
+from nova_drain_filters import fit
 from nova_drain_filters import migration
 from nova_drain_filters import orphan_clear
 from nova_drain_filters import stale
@@ -107,6 +108,17 @@ STAYS = {
     migration.Why.TASK: "a task is in progress",
     migration.Why.AFFINITY: "in affinity group",
     migration.Why.STATE: "Nova cannot migrate a server in this state",
+}
+#: ``drain host check``: why a server has nowhere to go.
+NOWHERE = {
+    fit.Why.UNMOVABLE: "migrate would not move it",
+    fit.Why.NO_HOST: "no host is left to take a server",
+    fit.Why.TRAIT: "traits",
+    fit.Why.AZ: "availability zone pin",
+    fit.Why.TOO_BIG: "larger than any host",
+    fit.Why.PLACEMENT: "placement has no candidate",
+    fit.Why.ANTI_AFFINITY: "anti-affinity group",
+    fit.Why.NO_ROOM: "no room left",
 }
 #: ``drain host migrate``: how the move of a server ended.
 MIGRATED = {

@@ -88,10 +88,13 @@ class TestMoves(MovesTestCase):
         self.mock.get(ENDPOINT + "/os-server-groups", response_list=[
             {"json": {"server_groups": full}},
             {"json": {"server_groups": [{"id": "last", "policy":
-                                         "anti-affinity"}]}}])
+                                         "anti-affinity", "rules": {
+                                             "max_server_per_host": 3}}]}}])
         found = self.client.server_groups()
         self.assertEqual(1001, len(found))
         self.assertEqual(("a", "b"), found[0].members)
+        self.assertEqual((1, 3), (found[0].max_per_host,
+                                  found[-1].max_per_host))
         self.assertEqual([["0"], ["1000"]],
                          [q["offset"] for q in self.queries()])
         self.assertEqual(["True"], self.queries()[0]["all_projects"])

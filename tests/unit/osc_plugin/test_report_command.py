@@ -12,6 +12,7 @@
 
 """``openstack drain report`` against a fake cloud."""
 import dataclasses
+from unittest import mock
 
 from osc_lib import exceptions
 
@@ -26,6 +27,16 @@ from tests.unit.osc_plugin.fakes import NODE_OK
 
 class TestReport(fakes.CommandTestCase):
     cls, prog = report.ReportCapacity, "openstack drain report"
+
+    def test_headroom(self) -> None:
+        with mock.patch.object(report.fit_check, "provider_rooms",
+                               return_value={}) as rooms:
+            columns, rows = self.take(fakes.stale_cloud(), "--headroom",
+                                      "--by", "host")
+        # The fake cloud's one schedulable node reports no inventory.
+        self.assertEqual(("Host", "Hosts", "Nodes"), columns)
+        rooms.assert_called_once()
+        self.assertEqual([("c1", 1, 1)], rows)
 
     def test_rows_and_requests(self) -> None:
         client = fakes.stale_cloud()
