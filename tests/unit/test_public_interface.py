@@ -69,6 +69,7 @@ COMMANDS = {
     "drain_host_cancel": "osc_plugin.v1.host:CancelHost",
     "drain_host_migrate": "osc_plugin.v1.migrate:MigrateHost",
     "drain_host_check": "osc_plugin.v1.check:CheckHost",
+    "drain_rolling": "osc_plugin.v1.rolling:RollHosts",
     "drain_node_start": "osc_plugin.v1.node:StartNode",
     "drain_node_show": "osc_plugin.v1.node:ShowNode",
     "drain_node_cancel": "osc_plugin.v1.node:CancelNode",

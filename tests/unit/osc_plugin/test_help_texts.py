@@ -43,7 +43,7 @@ def _parser(name: str, cls: Any) -> argparse.ArgumentParser:
 class TestHelpTexts(testtools.TestCase):
     def test_every_command_is_documented(self) -> None:
         commands = _commands()
-        self.assertEqual(15, len(commands), sorted(commands))
+        self.assertEqual(16, len(commands), sorted(commands))
         for name, cls in commands.items():
             doc = inspect.getdoc(cls) or ""
             lines = doc.splitlines()
