@@ -25,16 +25,13 @@ the next reconcile writes. A batch not acknowledged (the agent killed)
 goes back to the queue, to another agent of the pool.
 """
 import logging
-from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
-from nova_drain_filters import decisions
 from nova_drain_filters import stamps
 from nova_drain_filters.agent import metrics as metrics_mod
 from nova_drain_filters.agent import writer as writer_mod
-from nova_drain_filters.clients import http
 from nova_drain_filters.ironic_view import notifications
 
 LOG = logging.getLogger(__name__)
@@ -45,9 +42,10 @@ def coalesce(messages: Sequence[Mapping[str, Any]]
                         dict[str, float]]:
     """Each node's last event in a batch, and its stamp; a pure function.
 
-    A node changing five times in a batch is judged and written once,
-    from its last state. Events about no node (ports, ``.start`` of an
-    announced action) and malformed ones are left out.
+    A node changing five times in a batch is read, judged and written
+    once, as it is when read: its last state. Events about no node
+    (ports, ``.start`` of an announced action) and malformed ones are
+    left out.
     """
     last: dict[str, notifications.NodeEvent] = {}
     stamp: dict[str, float] = {}
@@ -70,16 +68,11 @@ def coalesce(messages: Sequence[Mapping[str, Any]]
 
 
 class NodeEventsEndpoint:
-    """Writes the verdicts of each batch's nodes through the writer."""
+    """Hands each batch's nodes, once each, to the writer."""
 
-    def __init__(
-        self, writer: writer_mod.Writer,
-        get_node: Callable[[str], decisions.IronicNodeFacts | None],
-        metrics: metrics_mod.AgentMetrics,
-    ) -> None:
-        """:param get_node: re-reads a node whose event lacks it."""
+    def __init__(self, writer: writer_mod.Writer,
+                 metrics: metrics_mod.AgentMetrics) -> None:
         self.writer = writer
-        self.get_node = get_node
         self.metrics = metrics
 
     def info(self, messages: list[dict[str, Any]]) -> None:
@@ -92,27 +85,15 @@ class NodeEventsEndpoint:
         self.handle(messages)
 
     def handle(self, messages: Sequence[Mapping[str, Any]]) -> None:
-        """One batch: coalesce, fill in nodes the payload lacks, write."""
+        """One batch: coalesce, then write each node's verdict once."""
         self.metrics.events_received.inc(len(messages))
         try:
             last, when = coalesce(messages)
-            facts = {}
-            for uuid, event in last.items():
-                if event.deleted:
-                    continue  # a record gone from Ironic: the reconcile's
-                node = event.facts
-                if node is None:
-                    try:
-                        node = self.get_node(uuid)
-                    except http.ApiError as exc:
-                        LOG.warning("Could not read node %(uuid)s; the next "
-                                    "reconcile will: %(error)s",
-                                    {"uuid": uuid, "error": exc})
-                        continue
-                if node is not None:
-                    facts[uuid] = node
-            if facts:
-                self.writer.apply_events(facts, when)
+            # A node deleted from Ironic: its record is the reconcile's.
+            nodes = [uuid for uuid, event in last.items()
+                     if not event.deleted]
+            if nodes:
+                self.writer.apply_events(nodes, when)
         except Exception:
             # Acknowledged whatever happens (see the module): the next
             # reconcile repairs what this batch did not write.

@@ -127,8 +127,7 @@ class AgentService:
         targets = [oslo_messaging.Target(
             exchange=df.baremetal_notifications_exchange,
             topic=df.baremetal_notifications_topic)]
-        endpoint = events.NodeEventsEndpoint(writer, ironic_client.get_node,
-                                             metrics)
+        endpoint = events.NodeEventsEndpoint(writer, metrics)
         # oslo_messaging/notify/listener.py get_batch_notification_listener:
         # a batch is acknowledged after the endpoint returns (see events).
         self.listener = oslo_messaging.get_batch_notification_listener(

@@ -14,11 +14,14 @@
 """The agent's picture of the cloud and its writes, with their refusals.
 
 One ``Writer`` an agent. A reconcile installs a trusted picture (Nova's
-compute nodes, Ironic's nodes, the providers carrying each drain trait);
-events then update Ironic's nodes in it. Each update is planned with the
-sync's own ``sync.plan`` against the picture and written with its own
-``sync.apply_steps``, so only a change of verdict writes, and writing it
-again is a no-op.
+compute nodes, Ironic's nodes, the providers carrying each drain trait).
+An event names a node; the writer reads that node (``GET
+/v1/nodes/{uuid}``, its traits too) and its provider's traits again, and
+plans with the sync's own ``sync.plan`` against what it read, then writes
+with its own ``sync.apply_steps``: only a change writes. Reading again,
+not trusting the payload or the picture, is what keeps several agents
+right: each event goes to one agent, so another agent's write, or a
+later event handled by another agent first, is in no agent's picture.
 
 =========================  =================================================
 picture                    what an event or a reconcile writes
@@ -48,6 +51,7 @@ from nova_drain_filters import listing_trust
 from nova_drain_filters import sync
 from nova_drain_filters import traits
 from nova_drain_filters.agent import metrics as metrics_mod
+from nova_drain_filters.clients import http
 from nova_drain_filters.clients import ironic
 from nova_drain_filters.clients import placement
 
@@ -70,24 +74,6 @@ class Picture:
         """Ironic compute nodes Nova knows: the write budget's total."""
         return sum(1 for n in self.nodes
                    if decisions.is_ironic(n.hypervisor_type))
-
-
-def merged(event: decisions.IronicNodeFacts,
-           known: decisions.IronicNodeFacts | None
-           ) -> decisions.IronicNodeFacts:
-    """An event's node, with the drain trait on it as the picture knows it.
-
-    A payload shows the node's traits when Ironic sent it, which may be
-    before or after our own write of the drain trait: taken as it is, a
-    removal would seem done on Ironic and be written only to placement,
-    where Nova's Ironic driver would put it back. The drain trait is the
-    agent's to keep track of; a node the picture lacks keeps its own.
-    """
-    if known is None:
-        return event
-    bm = traits.BAREMETAL_UNAVAILABLE
-    own = (event.traits - {bm}) | (known.traits & {bm})
-    return dataclasses.replace(event, traits=frozenset(own))
 
 
 def in_use(node: decisions.IronicNodeFacts | None) -> bool:
@@ -143,9 +129,9 @@ class Writer:
         self.clock = clock
         self.picture: Picture | None = None
         self._lock = threading.Lock()
-        #: Ironic's nodes as events showed them since the last gather
-        #: began: newer than that gather's listing, or as new.
-        self._since_gather: dict[str, decisions.IronicNodeFacts] = {}
+        #: Nodes events named since the last gather began: read again
+        #: once the gather's picture is installed.
+        self._since_gather: set[str] = set()
         #: Nodes marked in this interval (the budget's use).
         self._marked: set[str] = set()
         #: (uuid, trait) whose write failed, logged once until it lands.
@@ -154,7 +140,7 @@ class Writer:
     def begin_gather(self) -> None:
         """A reconcile starts reading: events from now on are newer."""
         with self._lock:
-            self._since_gather = {}
+            self._since_gather = set()
 
     def untrust(self) -> None:
         """The picture can no longer be believed: write nothing."""
@@ -166,30 +152,59 @@ class Writer:
         """Take a reconcile's picture (with the events since it began
         reading), renew the budget, and repair every difference."""
         with self._lock:
-            for uuid, node in self._since_gather.items():
-                picture.ironic[uuid] = merged(node, picture.ironic.get(uuid))
             self.picture = picture
             self._marked = set()
             self.metrics.trusted.set(1)
+            self._read_again(self._since_gather)
             return self._write(plan_for(picture), {})
 
-    def apply_events(self, facts: Mapping[str, decisions.IronicNodeFacts],
+    def apply_events(self, uuids: Collection[str],
                      stamps: Mapping[str, float]) -> list[sync.Step]:
-        """Write the verdicts of a batch's nodes (one each, the last).
+        """Write the verdicts of a batch's nodes, read again, once each.
 
         :param stamps: for each node, its last event's stamp (epoch
             seconds), for the lag histogram.
         """
         with self._lock:
-            self._since_gather.update(facts)
+            self._since_gather.update(uuids)
             if self.picture is None:
                 LOG.debug("No trusted picture: %(count)d node(s) wait for "
-                          "the next reconcile", {"count": len(facts)})
+                          "the next reconcile", {"count": len(uuids)})
                 return []
-            for uuid, node in facts.items():
-                self.picture.ironic[uuid] = merged(
-                    node, self.picture.ironic.get(uuid))
-            return self._write(plan_for(self.picture, list(facts)), stamps)
+            wanted = self._read_again(uuids)
+            return self._write(plan_for(self.picture, wanted), stamps)
+
+    def _read_again(self, uuids: Collection[str]) -> list[str]:
+        """Read ``uuids``' nodes and providers into the picture; return
+        the nodes read (a node gone, or not read, is the reconcile's)."""
+        assert self.picture is not None
+        provider_of: dict[str, list[str]] = {}
+        for record in self.picture.nodes:
+            if record.uuid:
+                provider_of.setdefault(record.nodename, []).append(
+                    record.uuid)
+        read = []
+        for uuid in sorted(uuids):
+            try:
+                node = self.ironic.get_node(uuid)
+                if node is None:
+                    continue
+                self.picture.ironic[uuid] = node
+                if in_use(node):
+                    continue  # needs no trait: no provider read either
+                for rp in provider_of.get(uuid, []):
+                    have, _generation = self.placement.provider_traits(rp)
+                    for trait in traits.MANAGED:
+                        carriers = self.picture.have.setdefault(trait, set())
+                        (carriers.add if trait in have
+                         else carriers.discard)(rp)
+            except http.ApiError as exc:
+                LOG.warning("Could not read node %(uuid)s again; the next "
+                            "reconcile will: %(error)s",
+                            {"uuid": uuid, "error": exc})
+                continue
+            read.append(uuid)
+        return read
 
     def _budgeted(self, steps: list[sync.Step]) -> list[sync.Step]:
         assert self.picture is not None

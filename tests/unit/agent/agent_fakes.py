@@ -11,13 +11,19 @@
 # under the License.
 
 
-"""A writer on the sync's fakes, and the facts the agent's tests build."""
+"""A writer on stateful fakes of Ironic and placement, and its facts."""
+import dataclasses
+from collections.abc import Iterable
 from typing import Any
 
 from nova_drain_filters import decisions
 from nova_drain_filters.agent import metrics
 from nova_drain_filters.agent import writer
 from tests.unit import ironic_fakes
+
+#: Calls that read; ``AgentWriter.writes`` leaves them out.
+READS = ("placement.ensure_trait", "placement.get", "placement.traits",
+         "ironic.get_node")
 
 
 def record(nodename: str, host: str = "c1") -> decisions.NodeFacts:
@@ -26,14 +32,54 @@ def record(nodename: str, host: str = "c1") -> decisions.NodeFacts:
                                service_up=True, hypervisor_type="ironic")
 
 
+class StatefulIronic(ironic_fakes.FakeSyncIronic):
+    """Its nodes' traits follow the writes; ``get_node`` reads them."""
+
+    def get_node(self, uuid: str) -> decisions.IronicNodeFacts | None:
+        self.requests += 1
+        self.log.append(("ironic.get_node", uuid))
+        return next((n for n in self.nodes if n.uuid == uuid), None)
+
+    def set(self, node: decisions.IronicNodeFacts) -> None:
+        """Change a node as Ironic would, keeping its traits."""
+        old = next((n for n in self.nodes if n.uuid == node.uuid), None)
+        if old is not None:
+            node = dataclasses.replace(node, traits=old.traits)
+        self.nodes = [n for n in self.nodes if n.uuid != node.uuid] + [node]
+
+    def _call(self, name: str, uuid: str, trait: str) -> None:
+        super()._call(name, uuid, trait)
+        self.nodes = [dataclasses.replace(n, traits=frozenset(
+            n.traits | {trait} if name.endswith("add_trait")
+            else n.traits - {trait})) if n.uuid == uuid else n
+            for n in self.nodes]
+
+
+class StatefulPlacement(ironic_fakes.FakeSyncPlacement):
+    """Its ``carriers`` follow the writes; ``provider_traits`` reads them."""
+
+    def provider_traits(self, rp_uuid: str) -> tuple[set[str], int]:
+        self.log.append(("placement.traits", rp_uuid))
+        return {t for t, rps in self.carriers.items() if rp_uuid in rps}, 1
+
+    def update_provider_traits(self, rp_uuid: str, add: Iterable[str] = (),
+                               remove: Iterable[str] = ()) -> bool:
+        super().update_provider_traits(rp_uuid, add, remove)
+        for trait in add:
+            self.carriers.setdefault(trait, set()).add(rp_uuid)
+        for trait in remove:
+            self.carriers.setdefault(trait, set()).discard(rp_uuid)
+        return True
+
+
 class AgentWriter:
-    """A ``Writer`` on ``FakeSyncIronic`` and ``FakeSyncPlacement``,
-    sharing one ``log`` of calls, with no sleeps."""
+    """A ``Writer`` on the stateful fakes, sharing one ``log`` of calls,
+    with no sleeps."""
 
     def __init__(self, fraction: float = 1.0) -> None:
         self.log: list[tuple[Any, ...]] = []
-        self.ironic = ironic_fakes.FakeSyncIronic(self.log)
-        self.placement = ironic_fakes.FakeSyncPlacement(self.log)
+        self.ironic = StatefulIronic(self.log)
+        self.placement = StatefulPlacement(self.log)
         self.metrics = metrics.AgentMetrics()
         self.sleeps: list[float] = []
         self.fraction = fraction
@@ -42,15 +88,26 @@ class AgentWriter:
             lambda: self.fraction, sleep=self.sleeps.append,
             clock=lambda: 1000.0)
 
-    def install(self, *nodes: decisions.IronicNodeFacts,
-                have: dict[str, set[str]] | None = None) -> list[Any]:
-        picture = writer.Picture([record(n.uuid) for n in nodes],
-                                 {n.uuid: n for n in nodes}, have or {})
+    def install(self, *nodes: decisions.IronicNodeFacts) -> list[Any]:
+        """A reconcile's picture of ``nodes`` (the cloud's as it is)."""
+        for node in nodes:
+            self.ironic.set(node)
+        picture = writer.Picture(
+            [record(n.uuid) for n in self.ironic.nodes],
+            {n.uuid: n for n in self.ironic.nodes},
+            {t: set(rps) for t, rps in self.placement.carriers.items()})
         return self.writer.install(picture)
 
+    def event(self, *nodes: decisions.IronicNodeFacts,
+              stamps: dict[str, float] | None = None) -> list[Any]:
+        """Ironic changes ``nodes``; their events come in one batch."""
+        for node in nodes:
+            self.ironic.set(node)
+        return self.writer.apply_events([n.uuid for n in nodes],
+                                        stamps or {})
+
     def writes(self) -> list[tuple[Any, ...]]:
-        return [c for c in self.log if c[0] not in (
-            "placement.ensure_trait", "placement.get")]
+        return [c for c in self.log if c[0] not in READS]
 
     def value(self, name: str, **labels: str) -> float:
         found = self.metrics.registry.get_sample_value(name, labels or None)

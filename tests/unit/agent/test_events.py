@@ -67,40 +67,35 @@ class TestEndpoint(testtools.TestCase):
         self.fx = agent_fakes.AgentWriter()
         self.fx.install(ironic_fakes.ironic_node(N1),
                         ironic_fakes.ironic_node(N2))
-        self.reads: list[str] = []
-        self.endpoint = events.NodeEventsEndpoint(
-            self.fx.writer, self.get_node, self.fx.metrics)
-
-    def get_node(self, uuid: str) -> Any:
-        self.reads.append(uuid)
-        return ironic_fakes.ironic_node(uuid, provision_state="cleaning")
+        self.endpoint = events.NodeEventsEndpoint(self.fx.writer,
+                                                  self.fx.metrics)
 
     def test_a_node_changing_five_times_is_written_once(self) -> None:
+        self.fx.ironic.set(ironic_fakes.ironic_node(N1, maintenance=True))
         self.endpoint.info([message(N1, maintenance=i % 2 == 0)
                             for i in range(5)])
         self.assertEqual([("ironic.add_trait", N1, BM),
                           ("placement.update", N1, {BM}, set())],
                          self.fx.writes())
+        self.assertEqual(1, self.fx.log.count(("ironic.get_node", N1)))
         self.assertEqual(5, self.fx.value(
             "nova_drain_agent_events_received_total"))
         self.assertEqual(1, self.fx.value(
             "nova_drain_agent_events_applied_total"))
 
-    def test_a_payload_without_the_node_is_read_again(self) -> None:
-        batch = [{"event_type": "baremetal.allocation.create.end",
-                  "payload": {"ironic_object.data": {"node_uuid": N2}},
-                  "metadata": {}}]
-        self.endpoint.info(batch)
-        self.assertEqual([N2], self.reads)
+    def test_an_allocation_event_reads_its_node(self) -> None:
+        self.fx.ironic.set(ironic_fakes.ironic_node(N2, fault="power"))
+        self.endpoint.info([{
+            "event_type": "baremetal.allocation.create.end",
+            "payload": {"ironic_object.data": {"node_uuid": N2}},
+            "metadata": {}}])
         self.assertEqual(2, len(self.fx.writes()))
 
     def test_nothing_raises_into_the_listener(self) -> None:
         def fail(uuid: str) -> Any:
             raise http.ApiError("ironic", "GET", "/n", 503, "down")
-        self.endpoint.get_node = fail
-        self.endpoint.error([{"event_type": "baremetal.allocation.x",
-                              "payload": {"ironic_object.data": {
-                                  "node_uuid": N2}}}])
+        self.fx.ironic.get_node = fail  # type: ignore[method-assign]
+        self.endpoint.error([message(N2, maintenance=True)])
         self.fx.writer.apply_events = None  # type: ignore[assignment]
         self.endpoint.warn([message(N1, maintenance=True)])
         self.assertEqual([], self.fx.writes())

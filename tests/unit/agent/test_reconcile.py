@@ -62,22 +62,25 @@ class TestReconcile(testtools.TestCase):
             self.reconciler.once()  # trusted first
             self.fx.ironic.nodes = listed
             self.assertEqual(reconcile.UNTRUSTED, self.reconciler.once())
-            self.fx.writer.apply_events({"n0": inode("n0", **MAINT)}, {})
+            self.fx.event(inode("n0", **MAINT))
             self.assertEqual([], self.fx.writes())
             self.fx.ironic.nodes = [inode(r.nodename)
                                     for r in self.records]
+            self.reconciler.once()  # and marks n0
+            self.fx.ironic.set(inode("n0"))
+            self.reconciler.once()
+            del self.fx.log[:]
 
     def test_nova_or_placement_unreachable_writes_nothing(self) -> None:
         self.reconciler.once()
         self.nova_error = http.ApiError("nova", "GET", "/h", None, "refused")
         self.assertEqual(reconcile.FAILED, self.reconciler.once())
-        self.fx.writer.apply_events({"n0": inode("n0", **MAINT)}, {})
+        self.fx.event(inode("n0", **MAINT))
         self.assertEqual([], self.fx.writes())
         self.assertEqual(0, self.fx.value(
             "nova_drain_agent_picture_trusted"))
         # Back: the event kept while untrusted is written by the reconcile.
         self.nova_error = None
-        self.fx.ironic.nodes[0] = inode("n0", **MAINT)
         self.assertEqual(reconcile.OK, self.reconciler.once())
         self.assertEqual(2, len(self.fx.writes()))
 
