@@ -18,6 +18,7 @@ a small stand-in on loopback (``NovaApiStandin``): the records of the
 test's Ironic nodes, as ``GET /os-hypervisors/detail`` shows them.
 """
 import json
+import sqlite3
 import sys
 import threading
 import time
@@ -99,6 +100,8 @@ class AgentTestBase(testtools.TestCase):
         placement_fx = self.useFixture(
             placement_server.PlacementServerFixture())
         self.ironic = ironic_fx.client
+        #: Ironic's SQLite database, where a test may hold a node's lock.
+        self.ironic_db = ironic_fx.server.state_dir / "ironic.db"
         self.placement = placement_fx.client
         self.nova = NovaApiStandin()
         self.addCleanup(self.nova.close)
@@ -148,6 +151,13 @@ class AgentTestBase(testtools.TestCase):
             "utf-8", "replace"), timeout=60,
             fatal_markers=("Traceback",))
         return proc
+
+    def hold_lock(self, uuid: str, holder: str | None) -> None:
+        """Hold (or, with None, free) a node's lock as a conductor mid-step
+        does: Ironic's API then answers 409 NodeLocked to a trait write."""
+        with sqlite3.connect(self.ironic_db, timeout=30) as db:
+            db.execute("UPDATE nodes SET reservation = ? WHERE uuid = ?",
+                       (holder, uuid))
 
     def consumers(self) -> int:
         queue = self.broker.queues().get("nova-drain-agent-test") or {}

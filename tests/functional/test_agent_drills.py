@@ -1,0 +1,109 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""The agent's failure drills: a killed agent, a stopped broker, a lock."""
+import os
+import signal
+import time
+
+from tests.functional import agent_base
+
+
+class KilledAgentTest(agent_base.AgentTestBase):
+    NODES = 6
+
+    def test_kill_9_one_of_two_agents_mid_burst(self) -> None:
+        one, two = self.agent("one"), self.agent("two")
+        self.wait_for("both agents on the queue",
+                      lambda: self.consumers() == 2)
+        # Three rounds over six nodes; the even ones end in maintenance.
+        for round_ in range(3):
+            for i, node in enumerate(self.nodes):
+                on = (i + round_) % 2 == 0
+                self.ironic.set_maintenance(node, on, reason="drill")
+            if round_ == 0:
+                assert one.pid is not None
+                os.killpg(one.pid, signal.SIGKILL)
+        start = time.monotonic()
+        for i, node in enumerate(self.nodes):
+            if i % 2 == 0:
+                self.wait_for(f"node {i} marked", lambda n=node: (  # type: ignore[misc]
+                    self.marked(n)), timeout=60)
+            else:
+                self.wait_for(f"node {i} cleared", lambda n=node: (  # type: ignore[misc]
+                    self.cleared(n)), timeout=60)
+        self.addDetail("all-applied-seconds", agent_base.text(
+            f"{time.monotonic() - start:.2f}"))
+        self.assertEqual(1, self.consumers())
+        self.assertIsNone(two.returncode())
+
+
+class BrokerStoppedTest(agent_base.AgentTestBase):
+    NODES = 4
+    INTERVAL = 20
+    OUTAGE = 30.0
+
+    def test_changes_while_the_broker_is_away_land_within_an_interval(
+            self) -> None:
+        self.agent()
+        self.wait_for("the agent on its queue", lambda: self.consumers() == 1)
+        self.broker.stop()
+        stopped = time.monotonic()
+        # Ironic drops what it cannot send (retry = 1): these events are
+        # lost for good.
+        for node in self.nodes[:2]:
+            self.ironic.set_maintenance(node, True, reason="away")
+        time.sleep(max(0.0, self.OUTAGE - (time.monotonic() - stopped)))
+        self.broker.start()
+        back = time.monotonic()
+        for node in self.nodes[:2]:
+            self.wait_for("the change made while away", lambda n=node: (  # type: ignore[misc]
+                self.marked(n)), timeout=self.INTERVAL + 10)
+        self.addDetail("repaired-after-return-seconds", agent_base.text(
+            f"{time.monotonic() - back:.2f}"))
+        # And events flow again once the agent is back on the broker.
+        self.wait_for("the agent back on its queue",
+                      lambda: self.consumers() == 1, timeout=60)
+        self.ironic.set_maintenance(self.nodes[3], True, reason="back")
+        took = self.wait_for("an event after the return", lambda: (
+            self.marked(self.nodes[3])), timeout=self.INTERVAL + 10)
+        self.addDetail("event-after-return-seconds",
+                       agent_base.text(f"{took:.2f}"))
+        for node in self.nodes[2:3]:
+            self.assertTrue(self.cleared(node))
+
+
+class NodeLockedTest(agent_base.AgentTestBase):
+    NODES = 1
+    INTERVAL = 5
+
+    def test_a_locked_node_is_written_once_the_lock_clears(self) -> None:
+        node = self.nodes[0]
+        self.ironic.set_maintenance(node, True, reason="locked")
+        self.hold_lock(node, "drill-conductor")
+        self.agent()
+        log = self.tmp / "agent.log"
+        self.wait_for("the write given up for this reconcile", lambda: (
+            "failed, tried again" in log.read_text("utf-8", "replace")))
+        self.assertFalse(self.marked(node))
+        # Ironic refused: placement is not written either.
+        self.assertTrue(self.cleared(node))
+        self.hold_lock(node, None)
+        took = self.wait_for("the trait after the lock",
+                             lambda: self.marked(node),
+                             timeout=2 * self.INTERVAL + 10)
+        self.addDetail("mark-after-lock-seconds",
+                       agent_base.text(f"{took:.2f}"))
+        text = log.read_text("utf-8", "replace")
+        self.assertEqual(1, text.count("failed, tried again"))
+        self.assertIn("written after failures", text)
