@@ -192,14 +192,19 @@ class TraitSync:
         page_size: int = 1000,
         sleep: Callable[[float], None] = time.sleep,
         max_missing_fraction: float = stale_mod.DEFAULT_MAX_MISSING_FRACTION,
+        extra_fields: Sequence[str] = (),
     ) -> None:
-        """:param ironic_client: None on a cloud without Ironic."""
+        """:param ironic_client: None on a cloud without Ironic.
+        :param extra_fields: Ironic node fields to list besides the
+            decisions' (the agent's capacity gauges want
+            ``ironic.REPORT_FIELDS``)."""
         self.list_compute_nodes = list_compute_nodes
         self.ironic = ironic_client
         self.placement = placement_client
         self.page_size = page_size
         self.sleep = sleep
         self.max_missing_fraction = max_missing_fraction
+        self.extra_fields = tuple(extra_fields)
 
     def providers_with(self, trait: str) -> set[str]:
         """UUIDs of the providers that carry ``trait`` (one request)."""
@@ -220,7 +225,7 @@ class TraitSync:
         ironic_nodes = None
         if self.ironic is not None:
             ironic_nodes = {n.uuid: n for n in self.ironic.list_nodes(
-                self.page_size)}
+                self.page_size, self.extra_fields)}
             verdict = stale_mod.judge_listing(nodes, ironic_nodes,
                                               self.max_missing_fraction)
             if not verdict.trusted:

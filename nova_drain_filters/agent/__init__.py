@@ -28,6 +28,9 @@ nova-scheduler with the same ``nova.conf``. Its modules, one noun each:
 ``writer``
     The agent's picture, what changes a verdict, the write budget, and the
     writes (through ``sync.apply_steps``, the sync's own write path).
+``capacity``
+    What the capacity report needs beyond a reconcile's picture, read
+    after it.
 ``metrics``
     The agent's health and the capacity report's gauges on ``/metrics``.
 """

@@ -49,8 +49,12 @@ class Reconciler:
         self, engine: sync.TraitSync, writer: writer_mod.Writer,
         metrics: metrics_mod.AgentMetrics, interval: Callable[[], float],
         clock: Callable[[], float] = time.time,
+        after: Callable[[writer_mod.Picture], None] | None = None,
     ) -> None:
+        """:param after: called with each trusted picture, once written
+            (the capacity gauges); an ApiError of it is logged only."""
         self.engine = engine
+        self.after = after
         self.writer = writer
         self.metrics = metrics
         self.interval = interval
@@ -78,6 +82,12 @@ class Reconciler:
                      "changes": len(applied)})
         self.metrics.reconciles.labels(OK).inc()
         self.metrics.last_success.set(self.clock())
+        if self.after is not None:
+            try:
+                self.after(picture)
+            except http.ApiError as exc:
+                LOG.warning("Capacity gauges not updated: %(error)s",
+                            {"error": exc})
         return OK
 
     def _refuse(self, result: str, why: str) -> str:

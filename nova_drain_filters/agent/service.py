@@ -37,7 +37,9 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_drain_filters import conf as drain_conf
+from nova_drain_filters import decisions
 from nova_drain_filters import sync
+from nova_drain_filters.agent import capacity
 from nova_drain_filters.agent import events
 from nova_drain_filters.agent import metrics as metrics_mod
 from nova_drain_filters.agent import reconcile
@@ -111,13 +113,25 @@ class AgentService:
         writer = writer_mod.Writer(
             ironic_client, placement_client, metrics,
             lambda: float(conf.drain_agent.max_marked_fraction))
+        listed: list[compute.Hypervisor] = []
+
+        def compute_nodes() -> list[decisions.NodeFacts]:
+            listed[:] = nova.hypervisors()
+            return [h.facts for h in listed]
+
+        def gauges(picture: writer_mod.Picture) -> None:
+            metrics.report.update(capacity.read(
+                listed, picture.ironic, nova, placement_client))
+
         engine = sync.TraitSync(
-            lambda: [h.facts for h in nova.hypervisors()], ironic_client,
-            placement_client, page_size=opts.page_size,
-            max_missing_fraction=conf.drain_filters.ironic_missing_max_fraction)
+            compute_nodes, ironic_client, placement_client,
+            page_size=opts.page_size,
+            max_missing_fraction=conf.drain_filters.ironic_missing_max_fraction,
+            extra_fields=ironic.REPORT_FIELDS)
         self.reconciler = reconcile.Reconciler(
             engine, writer, metrics,
-            lambda: float(conf.drain_agent.reconcile_interval))
+            lambda: float(conf.drain_agent.reconcile_interval),
+            after=gauges if opts.metrics_port else None)
         self.thread = threading.Thread(target=self.reconciler.run,
                                        name="reconcile", daemon=True)
         self.thread.start()

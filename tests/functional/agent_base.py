@@ -56,6 +56,11 @@ class NovaApiStandin:
                         "status": "enabled",
                         "service": {"host": "bm-compute", "id": "svc-1"}}
                         for uuid in list(standin.nodes)]}
+                elif "/os-services" in self.path:
+                    body = {"services": [{
+                        "id": "svc-1", "host": "bm-compute", "state": "up",
+                        "status": "enabled", "forced_down": False,
+                        "updated_at": None}]}
                 else:
                     body = {"version": {
                         "id": "v2.1", "status": "CURRENT", "version": "2.96",
@@ -131,6 +136,16 @@ class AgentTestBase(testtools.TestCase):
                           "endpoint": placement_fx.url,
                           "endpoint_override": placement_fx.url},
         })
+
+    def scrape(self, port: int) -> dict[str, float]:
+        """The agent's ``/metrics``, each sample by its name and labels."""
+        from prometheus_client import parser
+
+        text = process.http_session().get(
+            f"http://127.0.0.1:{port}/metrics", timeout=10).text
+        return {sample.name + json.dumps(sample.labels, sort_keys=True):
+                sample.value for family in parser.text_string_to_metric_families(
+                    text) for sample in family.samples}
 
     def agent(self, name: str = "agent", **extra: Any
               ) -> process.ServiceProcess:
