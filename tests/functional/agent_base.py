@@ -178,6 +178,11 @@ class AgentTestBase(testtools.TestCase):
         queue = self.broker.queues().get("nova-drain-agent-test") or {}
         return int(queue.get("consumers") or 0)
 
+    def queued(self) -> int:
+        """Messages in the pool's queue, ready or taken and not acked."""
+        queue = self.broker.queues().get("nova-drain-agent-test") or {}
+        return int(queue.get("messages") or 0)
+
     def marked(self, uuid: str) -> bool:
         """On both sides: placement's provider and the Ironic node."""
         return (BM in self.placement.get_provider_traits(uuid)
