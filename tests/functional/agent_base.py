@@ -108,6 +108,7 @@ class AgentTestBase(testtools.TestCase):
         #: Ironic's SQLite database, where a test may hold a node's lock.
         self.ironic_db = ironic_fx.server.state_dir / "ironic.db"
         self.placement = placement_fx.client
+        self.placement_url = placement_fx.url
         self.nova = NovaApiStandin()
         self.addCleanup(self.nova.close)
         self.tmp = Path(self.useFixture(fixtures.TempDir()).path)

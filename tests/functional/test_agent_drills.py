@@ -14,9 +14,11 @@
 """The agent's failure drills: a killed agent, a stopped broker, a lock."""
 import os
 import signal
+import threading
 import time
 
 from tests.functional import agent_base
+from tests.functional import product_clients
 
 
 class KilledAgentTest(agent_base.AgentTestBase):
@@ -116,3 +118,42 @@ class NodeLockedTest(agent_base.AgentTestBase):
         text = log.read_text("utf-8", "replace")
         self.assertEqual(1, text.count("failed, tried again"))
         self.assertIn("written after failures", text)
+
+
+class ConcurrentWritersTest(agent_base.AgentTestBase):
+    NODES = 1
+
+    def test_no_trait_is_lost_to_a_concurrent_writer(self) -> None:
+        # Another writer (as nova-compute's report client) adds traits to
+        # the same provider, generation-safe, while the agent writes the
+        # drain trait on and off.
+        self.agent()
+        self.wait_for("the agent on its queue", lambda: self.consumers() == 1)
+        node = self.nodes[0]
+        other = product_clients.placement_client(self.placement_url)
+        names: list[str] = []
+        done = threading.Event()
+
+        def write() -> None:
+            while not done.is_set():
+                name = f"CUSTOM_OTHER_{len(names)}"
+                other.ensure_trait(name)
+                other.update_provider_traits(node, add={name})
+                names.append(name)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        try:
+            for i in range(7):  # ends in maintenance
+                self.ironic.set_maintenance(node, i % 2 == 0, reason="busy")
+            self.wait_for("the drain trait", lambda: self.marked(node))
+        finally:
+            done.set()
+            writer.join(60)
+        self.assertEqual(set(names) | {agent_base.BM},
+                         set(self.placement.get_provider_traits(node)))
+        # Three requests a write when nothing conflicts (ensure, GET,
+        # PUT); each 409 costs two more.
+        conflicts = (other.requests - 3 * len(names)) // 2
+        self.addDetail("fig-other-writer", agent_base.text(
+            f"{len(names)} writes, {conflicts} conflicts"))
