@@ -157,3 +157,35 @@ class ConcurrentWritersTest(agent_base.AgentTestBase):
         conflicts = (other.requests - 3 * len(names)) // 2
         self.addDetail("fig-other-writer", agent_base.text(
             f"{len(names)} writes, {conflicts} conflicts"))
+
+
+class StoppedAgentTest(agent_base.AgentTestBase):
+    NODES = 4
+
+    def test_sigterm_leaves_no_event_behind(self) -> None:
+        # Agent one holds its batches 10 s; SIGTERM comes while it holds
+        # some. It must exit, and every event must still be applied: by
+        # one finishing its batch, or by two after the broker gives the
+        # unacknowledged ones back.
+        one = self.agent("one", batch_timeout=10)
+        self.agent("two")
+        self.wait_for("both agents on the queue",
+                      lambda: self.consumers() == 2)
+        for node in self.nodes:
+            self.ironic.set_maintenance(node, True, reason="stop")
+        time.sleep(2.5)
+        held = self.queued()
+        self.addDetail("fig-held-at-sigterm", agent_base.text(str(held)))
+        assert one.pid is not None
+        os.killpg(one.pid, signal.SIGTERM)
+        took = self.wait_for("agent one to exit",
+                             lambda: one.returncode() is not None,
+                             timeout=60)
+        self.addDetail("fig-exit-seconds", agent_base.text(f"{took:.2f}"))
+        self.assertEqual(0, one.returncode())
+        for node in self.nodes:
+            self.wait_for("the node marked", lambda n=node: (  # type: ignore[misc]
+                self.marked(n)), timeout=30)
+        self.assertEqual(0, self.queued())
+        self.assertIn("nova-drain-agent stopped",
+                      (self.tmp / "one.log").read_text("utf-8", "replace"))
