@@ -192,14 +192,19 @@ class TraitSync:
         page_size: int = 1000,
         sleep: Callable[[float], None] = time.sleep,
         max_missing_fraction: float = stale_mod.DEFAULT_MAX_MISSING_FRACTION,
+        extra_fields: Sequence[str] = (),
     ) -> None:
-        """:param ironic_client: None on a cloud without Ironic."""
+        """:param ironic_client: None on a cloud without Ironic.
+        :param extra_fields: Ironic node fields to list besides the
+            decisions' (the agent's capacity gauges want
+            ``ironic.REPORT_FIELDS``)."""
         self.list_compute_nodes = list_compute_nodes
         self.ironic = ironic_client
         self.placement = placement_client
         self.page_size = page_size
         self.sleep = sleep
         self.max_missing_fraction = max_missing_fraction
+        self.extra_fields = tuple(extra_fields)
 
     def providers_with(self, trait: str) -> set[str]:
         """UUIDs of the providers that carry ``trait`` (one request)."""
@@ -220,7 +225,7 @@ class TraitSync:
         ironic_nodes = None
         if self.ironic is not None:
             ironic_nodes = {n.uuid: n for n in self.ironic.list_nodes(
-                self.page_size)}
+                self.page_size, self.extra_fields)}
             verdict = stale_mod.judge_listing(nodes, ironic_nodes,
                                               self.max_missing_fraction)
             if not verdict.trusted:
@@ -249,29 +254,10 @@ class TraitSync:
             result.changes = changes
             result.requests = self._requests_since(before)
             return result
-        # Ironic first: the driver's periodic copies node traits to placement.
-        for change in [c for c in changes if c.target is Target.IRONIC]:
-            self._apply(change, self._apply_ironic, result)
-        # Where Ironic refused, changing placement alone would flip back on
-        # the driver's next periodic: leave it for the next run.
-        ironic_failed = {(f.step.uuid, f.step.trait)
-                         for f in result.failures}
-        by_provider: dict[str, list[Step]] = {}
-        for change in changes:
-            if change.target is not Target.PLACEMENT:
-                continue
-            if change.trait == traits.BAREMETAL_UNAVAILABLE and (
-                    (change.uuid, change.trait) in ironic_failed):
-                continue
-            by_provider.setdefault(change.uuid, []).append(change)
-        for uuid, group in by_provider.items():
-            add = {c.trait for c in group if c.action is Action.ADD}
-            remove = {c.trait for c in group if c.action is Action.REMOVE}
-            try:
-                self.placement.update_provider_traits(uuid, add, remove)
-                result.changes += group
-            except http.ApiError as exc:
-                result.failures += [Failure(c, str(exc)) for c in group]
+        applied, failures = apply_steps(changes, self.ironic,
+                                        self.placement, self.sleep)
+        result.changes += applied
+        result.failures += failures
         result.requests = self._requests_since(before)
         return result
 
@@ -282,25 +268,66 @@ class TraitSync:
     def _requests_since(self, before: int) -> int:
         return self._requests() - before
 
-    def _apply(self, step: Step, apply: Callable[[Step], None],
-               result: SyncResult) -> None:
-        try:
-            apply(step)
-            result.changes.append(step)
-        except http.ApiError as exc:
-            result.failures.append(Failure(step, str(exc)))
 
-    def _apply_ironic(self, step: Step) -> None:
-        assert self.ironic is not None  # plan() makes no Ironic change then
-        for attempt in range(IRONIC_LOCK_RETRIES + 1):
-            try:
-                if step.action is Action.ADD:
-                    self.ironic.add_trait(step.uuid, step.trait)
-                else:
-                    self.ironic.remove_trait(step.uuid, step.trait)
-                return
-            except http.ApiError as exc:
-                if (exc.status not in IRONIC_TRANSIENT_STATUSES
-                        or attempt == IRONIC_LOCK_RETRIES):
-                    raise
-                self.sleep(IRONIC_LOCK_WAIT * (attempt + 1))
+def apply_steps(
+    changes: Sequence[Step], ironic_client: ironic.IronicClient | None,
+    placement_client: placement.PlacementClient,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[list[Step], list[Failure]]:
+    """Write ``changes``: Ironic's first, then placement's; the one write
+    path of ``drain sync`` and ``nova-drain-agent``.
+
+    Returns (applied, failed); an ApiError of one change is a failure of
+    that change, never raised. Ironic first: the driver's periodic copies
+    node traits to placement. Where Ironic refused, changing placement
+    alone would flip back on the driver's next periodic: that placement
+    change is left for the next pass (neither applied nor failed).
+    Placement's changes are grouped by provider, one generation-safe
+    ``update_provider_traits`` (409: re-read and retry) each.
+    """
+    applied: list[Step] = []
+    failures: list[Failure] = []
+    for change in [c for c in changes if c.target is Target.IRONIC]:
+        try:
+            apply_ironic_step(ironic_client, change, sleep)
+            applied.append(change)
+        except http.ApiError as exc:
+            failures.append(Failure(change, str(exc)))
+    ironic_failed = {(f.step.uuid, f.step.trait) for f in failures}
+    by_provider: dict[str, list[Step]] = {}
+    for change in changes:
+        if change.target is not Target.PLACEMENT:
+            continue
+        if change.trait == traits.BAREMETAL_UNAVAILABLE and (
+                (change.uuid, change.trait) in ironic_failed):
+            continue
+        by_provider.setdefault(change.uuid, []).append(change)
+    for uuid, group in by_provider.items():
+        add = {c.trait for c in group if c.action is Action.ADD}
+        remove = {c.trait for c in group if c.action is Action.REMOVE}
+        try:
+            placement_client.update_provider_traits(uuid, add, remove)
+            applied += group
+        except http.ApiError as exc:
+            failures += [Failure(c, str(exc)) for c in group]
+    return applied, failures
+
+
+def apply_ironic_step(ironic_client: ironic.IronicClient | None, step: Step,
+                      sleep: Callable[[float], None] = time.sleep) -> None:
+    """Set or remove one trait on an Ironic node; a 409 NodeLocked (or a
+    brief 500/503) is retried ``IRONIC_LOCK_RETRIES`` times with a growing
+    wait before its ApiError is raised."""
+    assert ironic_client is not None  # plan() makes no Ironic change then
+    for attempt in range(IRONIC_LOCK_RETRIES + 1):
+        try:
+            if step.action is Action.ADD:
+                ironic_client.add_trait(step.uuid, step.trait)
+            else:
+                ironic_client.remove_trait(step.uuid, step.trait)
+            return
+        except http.ApiError as exc:
+            if (exc.status not in IRONIC_TRANSIENT_STATUSES
+                    or attempt == IRONIC_LOCK_RETRIES):
+                raise
+            sleep(IRONIC_LOCK_WAIT * (attempt + 1))

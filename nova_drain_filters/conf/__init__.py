@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from nova_drain_filters.conf import agent
 from nova_drain_filters.conf import validation
 from nova_drain_filters.conf.baremetal import FAIL_PASS
 from nova_drain_filters.conf.baremetal import FAIL_REJECT
@@ -70,13 +71,14 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
 
 
 def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
-    """Return the options for ``oslo-config-generator``."""
-    return [(drain_group, list(ALL_OPTS))]
+    """Return the options for ``oslo-config-generator``: ``[drain_filters]``
+    and ``nova-drain-agent``'s ``[drain_agent]``."""
+    return [(drain_group, list(ALL_OPTS)),
+            (agent.agent_group, list(agent.agent_opts))]
 
 
 def _all_opts() -> Iterable[cfg.Opt]:
-    for _group, opts in list_opts():
-        yield from opts
+    return iter(ALL_OPTS)
 
 
 def validate(conf: cfg.ConfigOpts) -> None:

@@ -50,6 +50,14 @@ OPTION_NAMES = (
     "baremetal_notifications_host_reader",
 )
 
+#: ``nova-drain-agent``'s own group, and its options, pinned alike.
+AGENT_GROUP = "drain_agent"
+AGENT_OPTION_NAMES = (
+    "reconcile_interval", "metrics_host", "metrics_port", "pool",
+    "batch_size", "batch_timeout", "max_marked_fraction",
+    "compute_endpoint", "page_size",
+)
+
 #: What ``nova_drain_filters.fixtures`` offers other projects' tests.
 FIXTURE_NAMES = ("DrainFilters", "PlacementAuth", "IronicEndpoint",
                  "BaremetalView", "NovaApiPaste", "api_paste_config",
@@ -115,12 +123,15 @@ class TestPublicInterface(testtools.TestCase):
     def test_options_are_the_pinned_ones(self) -> None:
         from nova_drain_filters import conf as drain_conf
 
-        listed = drain_conf.list_opts()
-        self.assertEqual([GROUP], [group.name for group, _opts in listed])
+        listed = dict((group.name, opts)
+                      for group, opts in drain_conf.list_opts())
+        self.assertEqual([GROUP, AGENT_GROUP], list(listed))
         self.assertEqual(GROUP, drain_conf.GROUP)
         self.assertEqual([], differences(
-            "option", [opt.dest for _group, opts in listed for opt in opts],
-            OPTION_NAMES))
+            "option", [opt.dest for opt in listed[GROUP]], OPTION_NAMES))
+        self.assertEqual([], differences(
+            "agent option", [opt.dest for opt in listed[AGENT_GROUP]],
+            AGENT_OPTION_NAMES))
 
     def test_commands_are_the_pinned_ones(self) -> None:
         self.assertEqual([], differences(
@@ -156,8 +167,9 @@ class TestPublicInterface(testtools.TestCase):
         mgr = driver.DriverManager("oslo.config.opts", "nova_drain_filters")
         groups = {getattr(group, "name", group): [o.name for o in opts]
                   for group, opts in mgr.driver()}
-        self.assertEqual([GROUP], list(groups))
+        self.assertEqual([GROUP, AGENT_GROUP], list(groups))
         self.assertEqual(set(OPTION_NAMES), set(groups[GROUP]))
+        self.assertEqual(set(AGENT_OPTION_NAMES), set(groups[AGENT_GROUP]))
 
     def test_openstack_cli_extension(self) -> None:
         eps = entry_points("openstack.cli.extension")
