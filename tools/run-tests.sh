@@ -75,7 +75,7 @@ SCHEDULER_SIDE='^tests\.(functional\.(test_baremetal_events|test_baremetal_sched
 # it, our queue consumer and the host's reader, the tier on Nova's own
 # Ironic driver (about four minutes a release; it passed on 31 to 33 when
 # it was written), and the demo.
-OLDER_SELECTED='^tests\.functional\.(test_service_filters|test_prefilter|test_stale_nodes|test_baremetal_scheduling\.(BootsLandOnAvailableNodesTest|ExcludedWithinOneRefreshTest)|test_baremetal_startup|test_concurrency_mode|test_harness_race|test_nova_db|test_orphans_vs_audit|test_cli_harness|test_cli_stale|test_cli_orphans\.BaremetalOrphanTest|test_cli_report|test_cli_sync\.SyncTest|test_cli_drain_host\.LifecycleTest|test_cli_drain_node|test_cli_drain_migrate\.(MixedStatesTest|GroupsTest|UnmovableTest)|test_event_mode_config|test_ironic_events)\.'
+OLDER_SELECTED='^tests\.functional\.(test_service_filters|test_prefilter|test_stale_nodes|test_baremetal_scheduling\.(BootsLandOnAvailableNodesTest|ExcludedWithinOneRefreshTest)|test_baremetal_startup|test_concurrency_mode|test_harness_race|test_nova_db|test_orphans_vs_audit|test_cli_harness|test_cli_stale|test_cli_orphans\.BaremetalOrphanTest|test_cli_report|test_cli_sync\.SyncTest|test_cli_drain_host\.LifecycleTest|test_cli_drain_node|test_cli_drain_migrate\.(MixedStatesTest|GroupsTest|UnmovableTest)|test_cli_drain_check\.(FitTest|AntiAffinityTest|MigrateRefusesTest|DifferentialTest\.test_seed_4)|test_cli_drain_rolling\.(CleanRollTest|FailingCommandTest)|test_event_mode_config|test_ironic_events)\.'
 OLDER_AUDIT_SEEDS=8,13,14
 # The native-threads pass on an older release (Nova 33): the scheduler-side
 # tests that run that release's own scheduler and harness shims on threads
