@@ -274,43 +274,73 @@ def apply_steps(
     placement_client: placement.PlacementClient,
     sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[list[Step], list[Failure]]:
-    """Write ``changes``: Ironic's first, then placement's; the one write
-    path of ``drain sync`` and ``nova-drain-agent``.
+    """Write ``changes``; the one write path of ``drain sync`` and
+    ``nova-drain-agent``. Returns (applied, failed); an ApiError of one
+    change is a failure of that change, never raised.
 
-    Returns (applied, failed); an ApiError of one change is a failure of
-    that change, never raised. Ironic first: the driver's periodic copies
-    node traits to placement. Where Ironic refused, changing placement
-    alone would flip back on the driver's next periodic: that placement
-    change is left for the next pass (neither applied nor failed).
-    Placement's changes are grouped by provider, one generation-safe
-    ``update_provider_traits`` (409: re-read and retry) each.
+    The order follows what each write does:
+
+    1. Placement, for every provider that gains a trait: that is what
+       keeps the node out (the pre-filter forbids it), so it goes first,
+       with the provider's removals that need no Ironic write.
+    2. Ironic's node traits, added and removed (409 NodeLocked retried):
+       the driver's periodic copies them to placement
+       (``nova/virt/ironic/driver.py`` ``update_provider_tree``), so an
+       added trait must be there too to last.
+    3. Placement's removals of a trait the node also carries, once Ironic
+       dropped it: removed from placement first, the driver's next
+       periodic would copy it back. Where Ironic refused, the removal is
+       left for the next pass (neither applied nor failed).
+
+    Each provider is written once, generation-safe
+    (``update_provider_traits``: a 409 re-read and retried).
     """
     applied: list[Step] = []
     failures: list[Failure] = []
-    for change in [c for c in changes if c.target is Target.IRONIC]:
+    ironic_steps = [c for c in changes if c.target is Target.IRONIC]
+    on_node = {(c.uuid, c.trait) for c in ironic_steps
+               if c.action is Action.REMOVE}
+    first: dict[str, list[Step]] = {}
+    last: dict[str, list[Step]] = {}
+    for change in changes:
+        if change.target is not Target.PLACEMENT:
+            continue
+        waits = (change.action is Action.REMOVE
+                 and (change.uuid, change.trait) in on_node)
+        (last if waits else first).setdefault(change.uuid, []).append(change)
+    for uuid in [u for u, g in first.items()
+                 if any(c.action is Action.ADD for c in g)]:
+        _apply_placement(placement_client, uuid, first.pop(uuid), applied,
+                         failures)
+    for change in ironic_steps:
         try:
             apply_ironic_step(ironic_client, change, sleep)
             applied.append(change)
         except http.ApiError as exc:
             failures.append(Failure(change, str(exc)))
-    ironic_failed = {(f.step.uuid, f.step.trait) for f in failures}
-    by_provider: dict[str, list[Step]] = {}
-    for change in changes:
-        if change.target is not Target.PLACEMENT:
-            continue
-        if change.trait == traits.BAREMETAL_UNAVAILABLE and (
-                (change.uuid, change.trait) in ironic_failed):
-            continue
-        by_provider.setdefault(change.uuid, []).append(change)
-    for uuid, group in by_provider.items():
-        add = {c.trait for c in group if c.action is Action.ADD}
-        remove = {c.trait for c in group if c.action is Action.REMOVE}
-        try:
-            placement_client.update_provider_traits(uuid, add, remove)
-            applied += group
-        except http.ApiError as exc:
-            failures += [Failure(c, str(exc)) for c in group]
+    ironic_failed = {(f.step.uuid, f.step.trait) for f in failures
+                     if f.step.target is Target.IRONIC}
+    for uuid, group in last.items():
+        kept = [c for c in group if (c.uuid, c.trait) not in ironic_failed]
+        first.setdefault(uuid, []).extend(kept)
+    for uuid, group in first.items():
+        if group:
+            _apply_placement(placement_client, uuid, group, applied,
+                             failures)
     return applied, failures
+
+
+def _apply_placement(placement_client: placement.PlacementClient,
+                     uuid: str, group: list[Step], applied: list[Step],
+                     failures: list[Failure]) -> None:
+    """One provider's changes in one generation-safe write."""
+    add = {c.trait for c in group if c.action is Action.ADD}
+    remove = {c.trait for c in group if c.action is Action.REMOVE}
+    try:
+        placement_client.update_provider_traits(uuid, add, remove)
+        applied.extend(group)
+    except http.ApiError as exc:
+        failures.extend(Failure(c, str(exc)) for c in group)
 
 
 def apply_ironic_step(ironic_client: ironic.IronicClient | None, step: Step,

@@ -216,16 +216,19 @@ class TestRun(SyncTestCase):
         self.assertEqual(4, result.requests)
         self.assertTrue(result.ok)
 
-    def test_ironic_first_then_one_update_per_provider(self) -> None:
+    def test_exclusions_first_then_ironic_then_clears(self) -> None:
+        # Placement gains the traits that keep nodes out first, Ironic
+        # follows so the driver's periodic keeps them, and a trait the
+        # node carries leaves placement only after it left the node.
         result = self.sync.run()
         self.assertEqual(
-            [("ironic.add_trait", "clean", BM),
+            [("placement.update", "clean", {BM}, {STALE}),
+             ("placement.update", "gone", {STALE}, set()),
+             ("placement.update", "maint", {BM}, set()),
+             ("ironic.add_trait", "clean", BM),
              ("ironic.remove_trait", "free", BM),
              ("ironic.add_trait", "maint", BM),
-             ("placement.update", "clean", {BM}, {STALE}),
-             ("placement.update", "free", set(), {BM}),
-             ("placement.update", "gone", {STALE}, set()),
-             ("placement.update", "maint", {BM}, set())],
+             ("placement.update", "free", set(), {BM})],
             self.writes())
         self.assertEqual(8, len(result.changes))
         self.assertTrue(result.ok)
@@ -254,14 +257,16 @@ class TestRun(SyncTestCase):
         failed = sorted((f.step.target, f.step.uuid, f.step.trait)
                         for f in result.failures)
         self.assertEqual([(IR, "clean", BM), (PL, "gone", STALE)], failed)
-        self.assertIn("conductor down", result.failures[0].error)
+        (ironic_failure,) = [f for f in result.failures
+                             if f.step.target is IR]
+        self.assertIn("conductor down", ironic_failure.error)
         self.assertEqual(4, len(self.calls("placement.update")))
         self.assertEqual(3, len(self.calls("ironic.")) - 1)
-        # clean's placement BM change waits for Ironic: placement alone
-        # would flip back on the driver's next periodic.
-        self.assertEqual(5, len(result.changes))
-        self.assertNotIn(("placement", "clean", BM),
-                         [(c.target, c.uuid, c.trait) for c in result.changes])
+        # clean is kept out by placement at once, though Ironic refused
+        # its trait: the next pass writes the node's.
+        self.assertEqual(6, len(result.changes))
+        self.assertIn(("placement", "clean", BM),
+                      [(c.target, c.uuid, c.trait) for c in result.changes])
         self.assertNotIn("gone", [c.uuid for c in result.changes])
 
     def test_failed_provider_reports_each_of_its_changes(self) -> None:

@@ -74,8 +74,8 @@ class TestEndpoint(testtools.TestCase):
         self.fx.ironic.set(ironic_fakes.ironic_node(N1, maintenance=True))
         self.endpoint.info([message(N1, maintenance=i % 2 == 0)
                             for i in range(5)])
-        self.assertEqual([("ironic.add_trait", N1, BM),
-                          ("placement.update", N1, {BM}, set())],
+        self.assertEqual([("placement.update", N1, {BM}, set()),
+                          ("ironic.add_trait", N1, BM)],
                          self.fx.writes())
         self.assertEqual(1, self.fx.log.count(("ironic.get_node", N1)))
         self.assertEqual(5, self.fx.value(

@@ -49,8 +49,8 @@ class TestReconcile(testtools.TestCase):
         self.assertEqual([], self.fx.writes())
         self.fx.ironic.nodes[1] = inode("n1", **MAINT)  # its event lost
         self.assertEqual(reconcile.OK, self.reconciler.once())
-        self.assertEqual([("ironic.add_trait", "n1", BM),
-                          ("placement.update", "n1", {BM}, set())],
+        self.assertEqual([("placement.update", "n1", {BM}, set()),
+                          ("ironic.add_trait", "n1", BM)],
                          self.fx.writes())
         self.assertEqual(5000.0, self.fx.value(
             "nova_drain_agent_reconcile_last_success_timestamp_seconds"))

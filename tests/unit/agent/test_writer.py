@@ -33,8 +33,8 @@ class TestWriter(testtools.TestCase):
 
     def test_reconcile_marks_then_only_verdict_changes_write(self) -> None:
         self.fx.install(inode("n1", **MAINT), inode("n2"))
-        self.assertEqual([("ironic.add_trait", "n1", BM),
-                          ("placement.update", "n1", {BM}, set())],
+        self.assertEqual([("placement.update", "n1", {BM}, set()),
+                          ("ironic.add_trait", "n1", BM)],
                          self.fx.writes())
         del self.fx.log[:]
         # Same verdicts again (a field that changes nothing): no write.
@@ -77,8 +77,8 @@ class TestWriter(testtools.TestCase):
                                {"n1": inode("n1")}, {})
         self.fx.event(inode("n1", **MAINT))
         self.fx.writer.install(stale)
-        self.assertEqual([("ironic.add_trait", "n1", BM),
-                          ("placement.update", "n1", {BM}, set())],
+        self.assertEqual([("placement.update", "n1", {BM}, set()),
+                          ("ironic.add_trait", "n1", BM)],
                          self.fx.writes())
 
     def test_a_node_in_use_needs_no_trait(self) -> None:
@@ -96,8 +96,8 @@ class TestWriter(testtools.TestCase):
         self.fx.ironic.failures[("n1", BM)] = [
             ironic_fakes.api_error(409, "NodeLocked")] * 2
         self.fx.event(inode("n1", **MAINT))
-        self.assertEqual([("ironic.add_trait", "n1", BM)] * 3
-                         + [("placement.update", "n1", {BM}, set())],
+        self.assertEqual([("placement.update", "n1", {BM}, set())]
+                         + [("ironic.add_trait", "n1", BM)] * 3,
                          self.fx.writes())
         self.assertEqual([0.5, 1.0], self.fx.sleeps)
 
@@ -107,8 +107,11 @@ class TestWriter(testtools.TestCase):
         self.fx.ironic.failures[("n1", BM)] = [
             ironic_fakes.api_error(409, "NodeLocked")] * 8
         self.fx.event(inode("n1", **MAINT))
-        # Ironic refused: placement is left alone (it would flip back).
-        self.assertNotIn("placement.update", [c[0] for c in self.fx.writes()])
+        # Placement keeps the node out at once; Ironic refused, so the
+        # node's trait is tried again at the next reconcile.
+        self.assertEqual([("placement.update", "n1", {BM}, set())],
+                         [c for c in self.fx.writes()
+                          if c[0] == "placement.update"])
         self.fx.install()  # the next reconcile fails again
         self.assertEqual(1, log.output.count("failed, tried again"))
         self.assertEqual(2, self.fx.value(
