@@ -82,6 +82,9 @@ ANOTHER_READER = 4
 #: and how many counts in a row with another consumer make it stop.
 CONSUMER_CHECK = 5.0
 CONSUMER_STRIKES = 2
+#: How long a new reader waits for another consumer of the host's queue
+#: to go (a reader killed a moment ago) before it stops.
+CONSUMER_GRACE = 10.0
 
 
 class Refused(RuntimeError):

@@ -189,6 +189,12 @@ class Reader:
         the same."""
         mine = 0 if before else 1
         found = consumer.consumers(transport, pool)
+        deadline = time.monotonic() + host_reader.CONSUMER_GRACE
+        while found > mine and time.monotonic() < deadline:
+            # A reader killed a moment ago may still count at the broker
+            # until its connection's end reaches it.
+            time.sleep(STATE_POLL)
+            found = consumer.consumers(transport, pool)
         if found > mine:
             self.another_reader(
                 f"the host's queue {pool} has {found - mine} consumer(s) "

@@ -280,6 +280,8 @@ class AnotherReaderTest(testtools.TestCase):
         self.assertIn("another reader of the host's queue", why)
 
     def test_a_consumer_before_it_reads_stops_it(self) -> None:
+        self.useFixture(fixtures.MockPatchObject(
+            host_reader, "CONSUMER_GRACE", 0.3))
         self.count.return_value = 1
         self.assertRaises(SystemExit, self.child._alone_on, "transport",
                           "nova-drain-filters.h.shared", before=True)
@@ -288,6 +290,10 @@ class AnotherReaderTest(testtools.TestCase):
     def test_alone_it_reads_on(self) -> None:
         self.count.return_value = 0
         self.child._alone_on("transport", "q", before=True)
+        # A reader killed a moment ago, gone from the broker in a while.
+        self.count.side_effect = [1, 1, 0]
+        self.child._alone_on("transport", "q", before=True)
+        self.count.side_effect = None
         self.count.return_value = 1
         self.child._alone_on("transport", "q", before=False)
         self.exit.mock.assert_not_called()
