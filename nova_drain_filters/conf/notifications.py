@@ -170,9 +170,12 @@ processes of the same user may use. A batch is acknowledged once every
 process has applied it, or 30 seconds after one stopped applying (a
 follower is then dropped and reconnects). If the elected process exits,
 another takes over within seconds; meanwhile the processes list Ironic as
-when the broker is away, and the broker keeps the events. It was the
-default for one release, and is off again since two readers on one host
-could split the host's events between its processes (issue 41).
+when the broker is away, and the broker keeps the events. A reader of
+the host's queue always holds the lock; one that finds another consumer
+on that queue all the same logs an error and stops, and its process
+reads a queue of its own. It was the default for one release, and is off
+again since two readers on one host could split the host's events
+between its processes (issue 41).
 
 Only one of the two kinds of queue is read at a time: once connected, a
 reader deletes the host's queues of the other kind that nobody reads, so

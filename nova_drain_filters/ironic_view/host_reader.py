@@ -40,6 +40,15 @@ requests wait for (issue 22, ``select_burst`` at W = 8).
   killed or stopped) elects again: the first to take the lock starts the
   next reader, the rest connect to it. Unacked events come again from
   the broker.
+* **Alone on the queue.** Two consumers of the host's queue would each
+  get part of the events (issue 41). A process starts the host's reader
+  only while it holds the lock, and passes it on (``pools.try_lock``
+  keeps it off descriptors 0 to 2, which the reader's standard streams
+  take); a new reader does not take the socket of one that listens
+  (``serving``); and the reader counts the queue's consumers before it
+  reads and every ``CONSUMER_CHECK`` seconds (``reader_child``): with
+  another there, it logs an error and exits ``ANOTHER_READER``, and its
+  parent reads a queue of its own.
 """
 import os
 import socket
