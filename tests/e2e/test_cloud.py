@@ -295,9 +295,15 @@ class CloudTest(WorkersCase):
                                 if nice == lowered), threads)
         self.assertEqual(set(), {nice for nice in threads.values()} - {
             base, lowered}, threads)
+        want = min(19, base + priority.READER_NICE)
         for pid in workers.readers(worker):
-            self.assertEqual({min(19, base + priority.READER_NICE)},
-                             set(workers.niceness(pid).values()))
+            # A reader lowers itself once it has its settings: a worker
+            # forked a moment ago may have started it only just now.
+            workers.wait_for(
+                f"reader {pid} of worker {worker} at niceness {want}",
+                lambda pid=pid: (  # type: ignore[misc]
+                    True if set(workers.niceness(pid).values()) == {want}
+                    else None), timeout=30)
 
     def reading_alone(self, pids: set[int] | frozenset[int]) -> None:
         """Each worker has exactly one event reader among its children, as
