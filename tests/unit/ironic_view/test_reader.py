@@ -369,6 +369,31 @@ class LifeTest(testtools.TestCase):
         self.assertIsNone(proc.pid)
         self.assertEqual(0, proc.starts)
 
+    def test_a_follower_that_cannot_reach_the_reader_starts_none(
+            self) -> None:
+        # The lock is held (by a reader that lives) and no reader answers
+        # on the socket: the follower waits and tries again, and never
+        # starts a reader of the host's queue of its own (issue 41).
+        lock_dir = self.useFixture(fixtures.TempDir()).path
+        holder = host_reader.Election(lock_dir, "h")
+        self.assertTrue(holder.lead())
+        self.addCleanup(holder.forget)
+        proc = reader.ReaderProcess(
+            "nova-drain-filters.h.shared",
+            lambda latest, e, n, d: (lambda: True),
+            argv=[sys.executable, "-c", "import time; time.sleep(30)"],
+            election=host_reader.Election(lock_dir, "h"),
+            own_pool="nova-drain-filters.h.0")
+        thread = threading.Thread(target=proc.start, daemon=True)
+        thread.start()
+        time.sleep(10 * reader.FOLLOW_RETRY)
+        self.assertEqual((0, None, False),
+                         (proc.starts, proc.pid, proc.connected()))
+        proc.stop()
+        thread.join(5)
+        self.assertFalse(thread.is_alive())
+        self.assertEqual(0, proc.starts)
+
     def test_run_by_hand_it_says_what_it_is_for(self) -> None:
         done = subprocess.run(
             [sys.executable, "-m", reader.ENTRY], capture_output=True,
