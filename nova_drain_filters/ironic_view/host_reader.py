@@ -87,9 +87,10 @@ MAX_PATH = 107
 #: The exit status of a reader that found another reader of the host's
 #: queue (``reader_child``): its parent then reads a queue of its own.
 ANOTHER_READER = 4
-#: How often the host's reader counts the consumers of the host's queue,
-#: and how many counts in a row with another consumer make it stop.
-CONSUMER_CHECK = 5.0
+#: How often the host's reader counts the consumers of the host's queue
+#: (each count opens a broker connection: not too often), and how many
+#: counts in a row with another consumer make it stop.
+CONSUMER_CHECK = 30.0
 CONSUMER_STRIKES = 2
 #: How long a new reader waits for another consumer of the host's queue
 #: to go (a reader killed a moment ago) before it stops.
