@@ -153,32 +153,38 @@ Related options:
     ),
     cfg.BoolOpt(
         "baremetal_notifications_host_reader",
-        default=True,
+        default=False,
         help="""
 Read Ironic's notifications once per host, for every scheduler process on it.
 
-On (the default), the processes of one host elect one
-of them by a lock file in ``[oslo_concurrency] lock_path``; its reader
-consumes one queue for the host (``nova-drain-filters.<host>.shared``) and
-hands every event, parsed once, to every process over a Unix socket
-beside the lock, which only processes of the same user may use. A batch
-is acknowledged once every process has applied it, or 30 seconds after
-one stopped applying (a follower is then dropped and reconnects). If the
-elected process exits, another takes over within seconds; meanwhile the
-processes list Ironic as when the broker is away, and the broker keeps
-the events.
+Off (the default), each scheduler process (each forked worker) runs an
+event reader of its own on a queue of its own,
+``nova-drain-filters.<host>.<slot>``, so every process hears every event;
+a host with eight workers reads and parses every event eight times.
 
-Off, each scheduler process (each forked worker) runs an event reader of
-its own on a queue of its own, ``nova-drain-filters.<host>.<slot>``, so a
-host with eight workers reads and parses every event eight times. Only
-one of the two kinds of queue is read at a time: once connected, a reader
-deletes the host's queues of the other kind that nobody reads, so that
-they do not fill.
+On, the processes of one host elect one of them by a lock file in
+``[oslo_concurrency] lock_path``; its reader consumes one queue for the
+host (``nova-drain-filters.<host>.shared``) and hands every event, parsed
+once, to every process over a Unix socket beside the lock, which only
+processes of the same user may use. A batch is acknowledged once every
+process has applied it, or 30 seconds after one stopped applying (a
+follower is then dropped and reconnects). If the elected process exits,
+another takes over within seconds; meanwhile the processes list Ironic as
+when the broker is away, and the broker keeps the events. A reader of
+the host's queue always holds the lock; one that finds another consumer
+on that queue all the same logs an error and stops, and its process
+reads a queue of its own. It was the default for one release, and is off
+again since two readers on one host could split the host's events
+between its processes (issue 41).
+
+Only one of the two kinds of queue is read at a time: once connected, a
+reader deletes the host's queues of the other kind that nobody reads, so
+that they do not fill.
 
 Possible values:
 
-* True: one reader per host (the default).
-* False: one reader per scheduler process.
+* False: one reader per scheduler process (the default).
+* True: one reader per host.
 
 Related options:
 

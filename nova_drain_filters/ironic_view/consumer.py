@@ -187,6 +187,29 @@ def delete_unused(transport: Any, names: list[str]
     return deleted
 
 
+def consumers(transport: Any, name: str) -> int:
+    """How many consumers the broker counts on queue ``name`` (0 if it
+    does not exist): a passive declare, which changes nothing. Raises
+    what the broker connection raises."""
+    # As delete_unused: a connection of the driver's pool, a channel.
+    driver = transport._driver
+    context = driver._get_connection(rpc_common.PURPOSE_LISTEN)
+    try:
+        channel = context.connection.connection.channel()
+        try:
+            _, _, count = channel.queue_declare(queue=name, passive=True)
+        except amqp_exceptions.NotFound:
+            return 0
+        finally:
+            try:
+                channel.close()
+            except Exception:  # closed by the broker's 404
+                pass
+        return int(count)
+    finally:
+        context.close()
+
+
 def notification(body: bytes | str) -> dict[str, Any]:
     """The notification in one message body; one decode of each layer.
 

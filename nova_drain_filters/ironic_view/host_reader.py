@@ -40,6 +40,15 @@ requests wait for (issue 22, ``select_burst`` at W = 8).
   killed or stopped) elects again: the first to take the lock starts the
   next reader, the rest connect to it. Unacked events come again from
   the broker.
+* **Alone on the queue.** Two consumers of the host's queue would each
+  get part of the events (issue 41). A process starts the host's reader
+  only while it holds the lock, and passes it on (``pools.try_lock``
+  keeps it off descriptors 0 to 2, which the reader's standard streams
+  take); a new reader does not take the socket of one that listens
+  (``serving``); and the reader counts the queue's consumers before it
+  reads and every ``CONSUMER_CHECK`` seconds (``reader_child``): with
+  another there, it logs an error and exits ``ANOTHER_READER``, and its
+  parent reads a queue of its own.
 """
 import os
 import socket
@@ -75,8 +84,26 @@ BROKER_OPTIONS = ((None, "transport_url"),
 MAX_PATH = 107
 
 
+#: The exit status of a reader that found another reader of the host's
+#: queue (``reader_child``): its parent then reads a queue of its own.
+ANOTHER_READER = 4
+#: How often the host's reader counts the consumers of the host's queue
+#: (each count opens a broker connection: not too often), and how many
+#: counts in a row with another consumer make it stop.
+CONSUMER_CHECK = 30.0
+CONSUMER_STRIKES = 2
+#: How long a new reader waits for another consumer of the host's queue
+#: to go (a reader killed a moment ago) before it stops.
+CONSUMER_GRACE = 10.0
+
+
 class Refused(RuntimeError):
-    """The host's reader will not serve this process (``SAME``)."""
+    """The host's reader will not serve this process (``SAME``), or this
+    process's reader found another reader of the host's queue."""
+
+
+class LockLost(RuntimeError):
+    """The host's reader lock was let go before the reader started."""
 
 
 def paths(directory: str, host: str) -> tuple[str, str]:
@@ -136,6 +163,19 @@ class Election:
         if self._file is not None:
             self._file.close()
         self._file = self._pid = None
+
+
+def serving(path: str) -> bool:
+    """Whether a process listens on the host's reader socket at ``path``:
+    another reader, which a new one must not take the path from."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except OSError:  # none there, or a dead reader's socket
+        return False
+    finally:
+        sock.close()
+    return True
 
 
 def connect(path: str) -> socket.socket:
@@ -205,7 +245,15 @@ class Followers:
         self._parent_late = False
 
     def serve(self) -> None:
-        """Listen on the socket (the caller holds the lock) and accept."""
+        """Listen on the socket (the caller holds the lock) and accept.
+
+        Raises Refused if another reader listens there: the lock should
+        have made that impossible, and taking its path would hide it from
+        the processes that look for the host's reader while it consumes.
+        """
+        if serving(self.path):
+            raise Refused(f"another reader of this host listens at "
+                          f"{self.path}")
         try:
             os.unlink(self.path)  # a dead reader's, as the lock says
         except FileNotFoundError:

@@ -95,7 +95,7 @@ def try_lock(path: str) -> IO[bytes] | None:
     lock stays this process's, and is free once this process (and a
     reader it passed it to on purpose) closes it.
     """
-    handle = open(path, "ab")
+    handle = _above_stdio(open(path, "ab"))
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -103,6 +103,25 @@ def try_lock(path: str) -> IO[bytes] | None:
         return None
     _HELD.add(handle)
     return handle
+
+
+def _above_stdio(handle: IO[bytes]) -> IO[bytes]:
+    """``handle``, moved above descriptors 0 to 2 if it got one of them.
+
+    A worker forked by multiprocessing's fork context (cotyledon's, in
+    nova-scheduler) closes its standard input (``multiprocessing/util.py``
+    ``_close_stdin``, from ``BaseProcess._bootstrap``) while the threads
+    our fork hook started already run: a lock file opened then gets
+    descriptor 0. ``subprocess.Popen(stdin=DEVNULL)`` puts /dev/null there
+    in the child, so a reader passed the host's lock as descriptor 0
+    would not hold it, and another process could lead and start a second
+    reader beside it (issue 41).
+    """
+    if handle.fileno() > 2:
+        return handle
+    moved = fcntl.fcntl(handle.fileno(), fcntl.F_DUPFD_CLOEXEC, 3)
+    handle.close()
+    return os.fdopen(moved, "ab")
 
 
 #: The lock files ``try_lock`` opened in this process. A ``flock`` belongs

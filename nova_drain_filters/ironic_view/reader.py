@@ -204,7 +204,10 @@ class ReaderProcess:
                 return
             proc = self._proc
             if not self._following and proc is not None and (
-                    proc.poll() is not None) and not self._started.is_set():
+                    proc.poll() is not None) and not self._started.is_set(
+                    ) and proc.returncode != host_reader.ANOTHER_READER:
+                # (A reader that found another on the host's queue said
+                # so: this process reads a queue of its own next, _run.)
                 # Not again and again: the listener polls instead.
                 self.stop()
                 self.wait()
@@ -265,11 +268,17 @@ class ReaderProcess:
             except OSError:  # no reader there yet, or a dead one's socket
                 if self._stop.wait(FOLLOW_RETRY):
                     return
-        share = None if self._election is None else (
-            self._election.socket_path)
+        share = lock = None
+        if self._election is not None:
+            share, lock = self._election.socket_path, self._election.fileno
+            if lock is None:
+                # Let go since lead() (stopped meanwhile): a reader of the
+                # host's queue that does not hold the lock lets another
+                # start beside it, and each would get part of the events.
+                raise host_reader.LockLost(
+                    "this process no longer holds the host's reader lock")
         parent, child = socket.socketpair()
         keep = [child.fileno()]
-        lock = None if self._election is None else self._election.fileno
         if lock is not None:
             keep.append(lock)  # the reader holds the host's lock too
         try:

@@ -142,7 +142,10 @@ class Reader:
             # The host's reader: the parent holds its lock, and so does
             # this process (inherited), until both are gone.
             self.followers = host_reader.Followers(setup["share"], setup)
-            self.followers.serve()
+            try:
+                self.followers.serve()
+            except host_reader.Refused as exc:
+                self.another_reader(str(exc))
         transport = oslo_messaging.get_notification_transport(
             messaging_conf(setup["options"]), url=setup["url"])
         queue = consumer.QueueConsumer(
@@ -151,7 +154,8 @@ class Reader:
         # Connecting blocks while the broker is unreachable: in a thread,
         # so that this one sees its parent's end at once even then.
         threading.Thread(target=self._consume,
-                         args=(queue, transport, setup.get("unread") or []),
+                         args=(queue, transport, setup.get("unread") or [],
+                               setup["pool"]),
                          name="reader-consume", daemon=True).start()
         while True:
             message = self.channel.receive(None)
@@ -159,16 +163,76 @@ class Reader:
                 self._applied = max(self._applied, message[1])
 
     def _consume(self, queue: consumer.QueueConsumer, transport: Any,
-                 unread: list[str]) -> None:
+                 unread: list[str], pool: str) -> None:
+        shared = self.followers is not None
         try:
+            if shared:
+                self._alone_on(transport, pool, before=True)
             queue.start()  # returns once connected
         except Exception:
             LOG.exception("The Ironic event reader cannot consume")
             os._exit(1)
+        if shared:
+            threading.Thread(target=self._watch_consumers,
+                             args=(transport, pool),
+                             name="reader-consumers", daemon=True).start()
         if unread:
             threading.Thread(target=sweep, args=(transport, unread),
                              name="reader-sweep", daemon=True).start()
         self._report(queue)
+
+    def _alone_on(self, transport: Any, pool: str, before: bool) -> None:
+        """Stop (``another_reader``) if the host's queue has a consumer
+        besides this reader: RabbitMQ gives each message to one consumer,
+        so two readers would each hand their processes part of the events.
+        The lock makes that impossible; this says so if it happens all
+        the same."""
+        mine = 0 if before else 1
+        found = consumer.consumers(transport, pool)
+        deadline = time.monotonic() + host_reader.CONSUMER_GRACE
+        while found > mine and time.monotonic() < deadline:
+            # A reader killed a moment ago may still count at the broker
+            # until its connection's end reaches it.
+            time.sleep(STATE_POLL)
+            found = consumer.consumers(transport, pool)
+        if found > mine:
+            self.another_reader(
+                f"the host's queue {pool} has {found - mine} consumer(s) "
+                "besides this reader")
+
+    def _watch_consumers(self, transport: Any, pool: str) -> None:
+        """Count the host's queue's consumers now and then
+        (``host_reader.CONSUMER_CHECK``); stop after
+        ``CONSUMER_STRIKES`` counts in a row with another."""
+        strikes = 0
+        while True:
+            time.sleep(host_reader.CONSUMER_CHECK)
+            try:
+                found = consumer.consumers(transport, pool)
+            except Exception as exc:  # the broker's trouble: next time
+                LOG.debug("Could not count the consumers of %s: %s",
+                          pool, exc)
+                continue
+            strikes = strikes + 1 if found > 1 else 0
+            if strikes >= host_reader.CONSUMER_STRIKES:
+                self.another_reader(
+                    f"the host's queue {pool} has {found - 1} consumer(s) "
+                    "besides this reader")
+
+    def another_reader(self, why: str) -> None:
+        """Another reader reads the host's queue: say so, tell the parent
+        (which reads a queue of its own then) and end, never to share the
+        queue with it."""
+        LOG.error("Another Ironic event reader reads this host's queue "
+                  "(%s): two readers of one queue each get part of the "
+                  "events, so this one stops reading it and its scheduler "
+                  "process reads a queue of its own", why)
+        try:
+            self.channel.send(("refused", f"another reader of the host's "
+                               f"queue: {why}"))
+        except OSError:
+            pass
+        os._exit(host_reader.ANOTHER_READER)
 
     def _report(self, queue: consumer.QueueConsumer) -> None:
         up = None

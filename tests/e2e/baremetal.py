@@ -24,7 +24,6 @@ so the boot goes ACTIVE on that node or ends in "No valid host".
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from tests.e2e import servers
@@ -36,7 +35,6 @@ CLEANING = ("cleaning", "clean wait")
 #: Nova's periodic resource update runs every 60 s
 #: (``ComputeManager.update_available_resource``); one more for a busy core.
 PERIODIC_TIMEOUT = 120.0
-LOG_TIMEOUT = 20.0
 
 
 def boot(conn: Any, image: str, name: str, node: str) -> str:
@@ -95,20 +93,3 @@ def wait_unreserved(conn: Any, node: str,
                                  f"after {timeout:.0f} s")
         time.sleep(2)
 
-
-def summary_line(log: Path, server: str,
-                 timeout: float = LOG_TIMEOUT) -> str:
-    """The scheduler's per-request line for ``server``
-    (nova_drain_filters/filters/summary.py), waited for (bounded); ""
-    when there is none: no host reached our filters, or none was
-    rejected."""
-    needle = f"nova-drain-filters: request for instance {server}:"
-    deadline = time.monotonic() + timeout
-    while True:
-        with open(log, errors="replace") as lines:
-            for line in lines:
-                if needle in line:
-                    return line.strip()
-        if time.monotonic() > deadline:
-            return ""
-        time.sleep(1)

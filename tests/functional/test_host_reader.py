@@ -188,3 +188,30 @@ class HostReaderTest(BrokerTestBase):
         self.publish(nodes)
         self.wait_for("3 events in both", lambda: (
             leader.got, other.got) == (nodes, nodes))
+
+    def test_a_second_reader_of_the_hosts_queue_stops_and_reads_alone(
+            self) -> None:
+        """However a second reader of the host's queue came to start (one
+        that does not hold the lock, issue 41), it finds the first one's
+        consumer there, says so and stops reading it; its process reads a
+        queue of its own, and each process hears every event."""
+        logged = self.useFixture(fixtures.FakeLogger(
+            name="nova_drain_filters.ironic_view.reader"))
+        leader = self.member()
+        # Another lock directory: this election cannot see the leader's
+        # lock, as a reader that does not hold it cannot be seen.
+        self.lock_dir = self.useFixture(fixtures.TempDir()).path
+        own = f"{self.pool}.alone"
+        second = self.member(own_pool=own)
+        self.wait_for("its own reader", lambda: (
+            second.process.pool == own and second.process.connected()),
+            timeout=60)
+        self.assertFalse(second.process.following)
+        self.assertEqual(1, self.queue()["consumers"])
+        self.assertIn("Another Ironic event reader reads this host's queue",
+                      logged.output)
+        self.assertIn("besides this reader", logged.output)
+        nodes = [str(uuid.uuid4()) for _ in range(3)]
+        self.publish(nodes)
+        self.wait_for("3 events in both", lambda: (
+            leader.got, second.got) == (nodes, nodes))

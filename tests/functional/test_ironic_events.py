@@ -14,11 +14,11 @@
 
 Each listener runs in a process of its own, as scheduler workers do
 (``event_listener_child``). Every process must hear every event, both with
-the default (one reader for the host, on the host's queue) and with
-``baremetal_notifications_host_reader = false`` (a queue per process). In
-the second mode a restarted process must take its predecessor's queue,
-not add one, and the broker policy the docs give must remove a queue
-nobody listens on.
+the default (a queue per process) and with
+``baremetal_notifications_host_reader = true`` (one reader for the host,
+on the host's queue). Without the host's reader a restarted process must
+take its predecessor's queue, not add one, and the broker policy the docs
+give must remove a queue nobody listens on.
 """
 import json
 import os
@@ -134,8 +134,10 @@ class TwoProcessesTest(testtools.TestCase):
             time.sleep(0.05)
 
     def test_every_process_hears_every_event(self) -> None:
-        one = ListenerProcess(self, "one", host_reader=False)
-        two = ListenerProcess(self, "two", host_reader=False)
+        # nova.conf without baremetal_notifications_host_reader: a queue
+        # and a reader for each process (issue 41).
+        one = ListenerProcess(self, "one")
+        two = ListenerProcess(self, "two")
         pools = {one.pool(), two.pool()}
         self.assertEqual(2, len(pools), pools)  # a pool each, not shared
 
@@ -155,11 +157,12 @@ class TwoProcessesTest(testtools.TestCase):
         self.assertTrue(all(e in rest for e in SENT), (SENT, heard[0]))
         self.assertEqual(heard[0], heard[1])
 
-    def test_by_default_the_host_reads_once_and_both_hear_every_event(
+    def test_the_host_reader_reads_once_and_both_hear_every_event(
             self) -> None:
-        # nova.conf without baremetal_notifications_host_reader: one
-        # reader for the host, one queue, one consumer on it.
-        one, two = ListenerProcess(self, "one"), ListenerProcess(self, "two")
+        # baremetal_notifications_host_reader = true: one reader for the
+        # host, one queue, one consumer on it.
+        one = ListenerProcess(self, "one", host_reader=True)
+        two = ListenerProcess(self, "two", host_reader=True)
         shared = pools.pool_name(pools.host_name(), host_reader.POOL_SLOT)
         self.assertEqual({shared}, {one.pool(), two.pool()})
         self.wait_for("one consumer on the host's queue", lambda: (

@@ -289,8 +289,9 @@ class TestNotificationOptions(ConfTestCase):
                          group.baremetal_notifications_topic)
         self.assertEqual("ironic", group.baremetal_notifications_exchange)
         self.assertEqual(15, group.baremetal_notifications_fallback_interval)
-        # One reader per host unless nova.conf says otherwise (issue 22).
-        self.assertIs(True, group.baremetal_notifications_host_reader)
+        # A reader per process unless nova.conf says otherwise: every
+        # process hears every event (issue 41).
+        self.assertIs(False, group.baremetal_notifications_host_reader)
 
     def test_listed_for_the_sample(self) -> None:
         names = {opt.dest for _, opts in drain_conf.list_opts()
@@ -333,14 +334,14 @@ class TestUnknownOptions(ConfTestCase):
         return [call.args[0] % call.args[1] for call in warning.call_args_list]
 
     def test_a_misspelled_option_is_named_with_the_closest(self) -> None:
-        conf = self.load("baremetal_notification_host_reader = false",
+        conf = self.load("baremetal_notification_host_reader = true",
                          "baremetal_notifications = true")
         self.assertEqual(
             ["[drain_filters] baremetal_notification_host_reader is not an "
              "option of nova-drain-filters and is ignored; did you mean "
              "baremetal_notifications_host_reader?"], self.warnings(conf))
-        # And it is what oslo.config made of it: the default, on.
-        self.assertTrue(
+        # And it is what oslo.config made of it: the default, off.
+        self.assertFalse(
             conf.drain_filters.baremetal_notifications_host_reader)
 
     def test_a_name_like_nothing_gets_no_guess(self) -> None:

@@ -202,8 +202,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add("--host-reader", action=argparse.BooleanOptionalAction,
         default=True, help="one reader for all the processes, as one "
         "host's scheduler workers ([drain_filters] "
-        "baremetal_notifications_host_reader, on by default); "
-        "--no-host-reader, one reader for each")
+        "baremetal_notifications_host_reader = true; the option is off "
+        "by default); --no-host-reader, one reader for each")
     add("--thread-nice", type=int, default=priority.THREAD_NICE,
         help="the event threads' niceness above their process's others "
              "(priority.THREAD_NICE); 0 leaves them")

@@ -406,8 +406,8 @@ def main(argv: list[str] | None = None) -> int:
         default=True,
         help="one reader for all the listening processes, the "
              "scheduler's a follower: the others start first ([drain_filters] "
-             "baremetal_notifications_host_reader, on by default); "
-             "--no-host-reader, one reader for each")
+             "baremetal_notifications_host_reader = true; the option is "
+             "off by default); --no-host-reader, one reader for each")
     add("--control", action="store_true",
         help="also time quiet runs' calls beside a busy core "
              "(busy_core), to tell its share from the events'")

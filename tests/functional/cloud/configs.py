@@ -172,11 +172,11 @@ def nova_conf(layout: Layout) -> Sections:
     # bound only an event can tell the view that a node changed
     # (tests/e2e/test_cloud.py, the Ironic section).
     events["baremetal_notifications_fallback_interval"] = 600
-    # baremetal_notifications_host_reader is left at its default, one
-    # reader for the scheduler's workers (ironic_view/host_reader.py): the
-    # tier proves the election, the following and the failover with Nova's
-    # own forked workers (tests/e2e/test_cloud.py, Workers), as nova.conf
-    # without the option has them.
+    # baremetal_notifications_host_reader is left at its default, off: each
+    # of the scheduler's workers reads on a queue of its own, and the tier
+    # proves that every worker hears every event with Nova's own forked
+    # workers (tests/e2e/test_cloud.py, Workers and Ironic), as nova.conf
+    # without the option has them (issue 41).
     events.pop("baremetal_max_snapshot_age")
     return {
         "DEFAULT": {

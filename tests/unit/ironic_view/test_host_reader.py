@@ -18,14 +18,19 @@ real broker is in tests/functional/test_host_reader.py.
 import os
 import socket
 import stat
+import sys
 import tempfile
 import time
 from typing import Any
 from unittest import mock
 
 import testtools
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
 
+from nova_drain_filters import conf as drain_conf
 from nova_drain_filters.ironic_view import host_reader
+from nova_drain_filters.ironic_view import reader
 from nova_drain_filters.ironic_view import wire
 
 SETTINGS = {"wire": wire.VERSION, "pool": "nova-drain-filters.h.shared",
@@ -74,6 +79,45 @@ class ElectionTest(testtools.TestCase):
         os.close(read)
         self.assertTrue(election.lead())  # the parent's lock stands
 
+    def test_a_reader_holds_the_lock_passed_even_from_descriptor_0(
+            self) -> None:
+        """A worker that multiprocessing forked (cotyledon's, in
+        nova-scheduler) closes its standard input as the threads our fork
+        hook started run (multiprocessing/util.py _close_stdin), so the
+        lock can be opened as descriptor 0, where the reader's
+        Popen(stdin=DEVNULL) puts /dev/null. That reader does not hold
+        the lock: once its leader lets go of it (stopped, or killed while
+        the reader still reads), another process leads and starts a
+        second reader of the host's queue (issue 41)."""
+        self.useFixture(config_fixture.Config(cfg.CONF))
+        drain_conf.register_opts(cfg.CONF)  # the reader's settings
+        saved = os.dup(0)
+        self.addCleanup(os.close, saved)
+        self.addCleanup(os.dup2, saved, 0)  # stdin back, whatever befell
+        os.close(0)  # the interleaving: descriptor 0 free as we lead
+        leader = host_reader.Election(self.dir, "h")
+        try:
+            self.assertTrue(leader.lead())
+        finally:
+            if leader.fileno != 0:
+                os.dup2(saved, 0)
+        proc = reader.ReaderProcess(
+            "nova-drain-filters.h.shared",
+            lambda latest, e, n, d: (lambda: True),
+            argv=[sys.executable, "-c", "import time; time.sleep(60)"],
+            election=leader)
+        proc._spawn()  # what starts the host's reader, child and all
+        child = proc._proc
+        assert child is not None
+        self.addCleanup(child.wait)
+        self.addCleanup(child.kill)
+        leader.forget()  # the leader lets go; its reader reads on
+        other = host_reader.Election(self.dir, "h")
+        self.assertFalse(other.lead(), "the reader does not hold the lock")
+        child.kill()
+        child.wait()
+        self.assertTrue(other.lead())
+
     def test_a_path_too_long_for_a_socket_is_not_usable(self) -> None:
         self.assertTrue(host_reader.Election(self.dir, "h").usable)
         self.assertFalse(host_reader.Election(
@@ -101,6 +145,27 @@ class FollowersTest(testtools.TestCase):
             if time.monotonic() > deadline:
                 self.fail("not within 10 s")
             time.sleep(0.01)
+
+    def test_a_second_reader_leaves_a_live_readers_socket(self) -> None:
+        # The path is unlinked only for a dead reader's socket: taken from
+        # a live one, its followers-to-be would find the second reader.
+        second = host_reader.Followers(self.followers.path, SETTINGS,
+                                       self.clock)
+        self.addCleanup(second.close)
+        self.assertRaises(host_reader.Refused, second.serve)
+        self.follow()
+        self.wait(lambda: self.followers.count() == 1)
+        self.assertEqual(0, second.count())
+
+    def test_a_dead_readers_socket_is_taken(self) -> None:
+        path = os.path.join(tempfile.mkdtemp(), "dead.sock")
+        dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        dead.bind(path)
+        dead.close()  # the file stays, nobody listens
+        followers = host_reader.Followers(path, SETTINGS, self.clock)
+        self.addCleanup(followers.close)
+        followers.serve()
+        self.assertTrue(host_reader.serving(path))
 
     def test_the_socket_is_the_owners_alone(self) -> None:
         mode = stat.S_IMODE(os.stat(self.followers.path).st_mode)

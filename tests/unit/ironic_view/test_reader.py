@@ -35,6 +35,7 @@ from oslo_config import fixture as config_fixture
 
 from nova_drain_filters import conf as drain_conf
 from nova_drain_filters import decisions
+from nova_drain_filters.ironic_view import host_reader
 from nova_drain_filters.ironic_view import node_table
 from nova_drain_filters.ironic_view import notifications
 from nova_drain_filters.ironic_view import priority
@@ -255,6 +256,60 @@ class ReaderSideTest(testtools.TestCase):
         followers.applied.assert_called_with(1, 1)
 
 
+class AnotherReaderTest(testtools.TestCase):
+    """The host's reader never shares the host's queue (issue 41)."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.channel = mock.Mock()
+        self.child = reader_child.Reader(self.channel)
+        self.exit = self.useFixture(fixtures.MockPatchObject(
+            reader_child.os, "_exit", side_effect=SystemExit))
+        self.error = self.useFixture(fixtures.MockPatchObject(
+            reader_child.LOG, "error")).mock
+        self.count = self.useFixture(fixtures.MockPatchObject(
+            reader_child.consumer, "consumers")).mock
+
+    def assertStopped(self, besides: int) -> None:
+        self.exit.mock.assert_called_once_with(host_reader.ANOTHER_READER)
+        self.error.assert_called_once()
+        self.assertIn(f"has {besides} consumer(s) besides this reader",
+                      self.error.call_args[0][1])
+        kind, why = self.channel.send.call_args[0][0]
+        self.assertEqual("refused", kind)  # its parent reads alone then
+        self.assertIn("another reader of the host's queue", why)
+
+    def test_a_consumer_before_it_reads_stops_it(self) -> None:
+        self.useFixture(fixtures.MockPatchObject(
+            host_reader, "CONSUMER_GRACE", 0.3))
+        self.count.return_value = 1
+        self.assertRaises(SystemExit, self.child._alone_on, "transport",
+                          "nova-drain-filters.h.shared", before=True)
+        self.assertStopped(1)
+
+    def test_alone_it_reads_on(self) -> None:
+        self.count.return_value = 0
+        self.child._alone_on("transport", "q", before=True)
+        # A reader killed a moment ago, gone from the broker in a while.
+        self.count.side_effect = [1, 1, 0]
+        self.child._alone_on("transport", "q", before=True)
+        self.count.side_effect = None
+        self.count.return_value = 1
+        self.child._alone_on("transport", "q", before=False)
+        self.exit.mock.assert_not_called()
+
+    def test_another_consumer_seen_twice_in_a_row_stops_it(self) -> None:
+        self.useFixture(fixtures.MockPatchObject(
+            host_reader, "CONSUMER_CHECK", 0))
+        # One count with another (a reader that was ending), then alone,
+        # then another twice: only that stops it.
+        self.count.side_effect = [2, 1, OSError("broker"), 2, 2]
+        self.assertRaises(SystemExit, self.child._watch_consumers,
+                          "transport", "q")
+        self.assertEqual(5, self.count.call_count)
+        self.assertStopped(1)
+
+
 class LifeTest(testtools.TestCase):
     """Starting, failing to start, and a fork's copy of the socket."""
 
@@ -289,6 +344,55 @@ class LifeTest(testtools.TestCase):
         self.assertRaises(TimeoutError, child.recv, 1)
         copy.close()
         self.assertEqual(b"", child.recv(1))
+
+    def test_no_reader_of_the_hosts_queue_without_the_lock(self) -> None:
+        # The interleaving: the election is let go (a stop) between
+        # lead() and the reader's start. Started all the same, the reader
+        # of the host's queue would hold no lock, and another process
+        # would lead and start a second reader beside it (issue 41).
+        election = host_reader.Election(self.useFixture(
+            fixtures.TempDir()).path, "h")
+
+        def lead_then_stopped() -> bool:
+            held = host_reader.Election.lead(election)
+            election.forget()
+            return held
+
+        election.lead = lead_then_stopped  # type: ignore[method-assign]
+        proc = reader.ReaderProcess(
+            "nova-drain-filters.h.shared",
+            lambda latest, e, n, d: (lambda: True),
+            argv=[sys.executable, "-c", "import time; time.sleep(30)"],
+            election=election, own_pool="nova-drain-filters.h.0")
+        self.addCleanup(proc._reap)
+        self.assertRaises(host_reader.LockLost, proc._spawn)
+        self.assertIsNone(proc.pid)
+        self.assertEqual(0, proc.starts)
+
+    def test_a_follower_that_cannot_reach_the_reader_starts_none(
+            self) -> None:
+        # The lock is held (by a reader that lives) and no reader answers
+        # on the socket: the follower waits and tries again, and never
+        # starts a reader of the host's queue of its own (issue 41).
+        lock_dir = self.useFixture(fixtures.TempDir()).path
+        holder = host_reader.Election(lock_dir, "h")
+        self.assertTrue(holder.lead())
+        self.addCleanup(holder.forget)
+        proc = reader.ReaderProcess(
+            "nova-drain-filters.h.shared",
+            lambda latest, e, n, d: (lambda: True),
+            argv=[sys.executable, "-c", "import time; time.sleep(30)"],
+            election=host_reader.Election(lock_dir, "h"),
+            own_pool="nova-drain-filters.h.0")
+        thread = threading.Thread(target=proc.start, daemon=True)
+        thread.start()
+        time.sleep(10 * reader.FOLLOW_RETRY)
+        self.assertEqual((0, None, False),
+                         (proc.starts, proc.pid, proc.connected()))
+        proc.stop()
+        thread.join(5)
+        self.assertFalse(thread.is_alive())
+        self.assertEqual(0, proc.starts)
 
     def test_run_by_hand_it_says_what_it_is_for(self) -> None:
         done = subprocess.run(
