@@ -62,8 +62,9 @@ class TestRunSync(fakes.CommandTestCase):
     def test_applies(self) -> None:
         client = sync_cloud()
         _, rows = self.take(client)
-        self.assertEqual([("ironic", NODE, BM, "add", WHY, "done"),
-                          ("placement", NODE, BM, "add", WHY, "done")], rows)
+        # Placement first: that is what keeps the node out.
+        self.assertEqual([("placement", NODE, BM, "add", WHY, "done"),
+                          ("ironic", NODE, BM, "add", WHY, "done")], rows)
         self.assertIn(("ironic.add_trait", NODE, BM), client.ironic.log)
         self.assertIn(("placement.update", NODE, {BM}, set()),
                       client.ironic.log)
@@ -84,16 +85,20 @@ class TestRunSync(fakes.CommandTestCase):
         client.ironic.failures[(NODE, BM)] = [
             ironic_fakes.api_error(400, "no way")]
         self.assertEqual(1, self.run_cmd(client))
-        self.assertEqual(f"ironic {NODE} {BM} add {WHY} failed: ironic PUT /x: "
+        self.assertEqual(f"placement {NODE} {BM} add {WHY} done\n"
+                         f"ironic {NODE} {BM} add {WHY} failed: ironic PUT /x: "
                          "HTTP 400: no way\n", self.app.stdout.getvalue())
-        self.assertIn("0 change(s), 1 failure(s)", self.app.stderr.getvalue())
+        self.assertIn("1 change(s), 1 failure(s)", self.app.stderr.getvalue())
 
     def test_failure_rows(self) -> None:
         client = sync_cloud()
         client.ironic.failures[(NODE, BM)] = [
             ironic_fakes.api_error(400, "no way")]
         _, rows = self.take(client)
-        self.assertEqual([("ironic", NODE, BM, "add", WHY,
+        # Kept out by placement though Ironic refused; the next run
+        # writes the node's trait.
+        self.assertEqual([("placement", NODE, BM, "add", WHY, "done"),
+                          ("ironic", NODE, BM, "add", WHY,
                            "failed: ironic PUT /x: HTTP 400: no way")], rows)
 
     def test_exit_code(self) -> None:
