@@ -234,7 +234,8 @@ class EventListener:
             server = listening.consume(
                 self._transport, own, self.on_event, self.on_batch,
                 self.on_parsed, election=election, shared_pool=shared,
-                unread=unread)
+                unread=unread, alone_pool=pools.pool_name(
+                    self._slot.host, None))
             self.pool = getattr(server, "pool", own)
             try:
                 server.start()  # returns once connected

@@ -92,6 +92,9 @@ ANOTHER_READER = 4
 #: counts in a row with another consumer make it stop.
 CONSUMER_CHECK = 30.0
 CONSUMER_STRIKES = 2
+#: The first counts after a reader starts, before every CONSUMER_CHECK:
+#: two readers that started together each saw no other before reading.
+CONSUMER_FIRST_CHECKS = (2.0, 2.0)
 #: How long a new reader waits for another consumer of the host's queue
 #: to go (a reader killed a moment ago) before it stops.
 CONSUMER_GRACE = 10.0

@@ -90,7 +90,8 @@ def consume(transport: Any, pool: str | None,
             on_parsed: reader.OnParsed, in_process: bool = False,
             election: host_reader.Election | None = None,
             shared_pool: str | None = None,
-            unread: tuple[str, ...] = ()) -> Any:
+            unread: tuple[str, ...] = (),
+            alone_pool: str | None = None) -> Any:
     """A (not yet started) server of the pool's queue: on RabbitMQ our
     consumer in its reader process (``on_parsed``) or, ``in_process``, in
     this one (``on_batch``), else oslo.messaging's listener
@@ -101,6 +102,8 @@ def consume(transport: Any, pool: str | None,
     has one consumer, or each process would hear only part of the events.
     ``unread``: the host's queues of the other mode, which a reader
     process deletes if nobody reads them (``reader.settings``).
+    ``alone_pool``: the queue a process reads if its reader finds another
+    reader on ``pool`` (one only this process can name).
     """
     group = CONF.drain_filters
     if OWN_CONSUMER and pool and consumer.supports(transport):
@@ -109,7 +112,8 @@ def consume(transport: Any, pool: str | None,
                 return reader.ReaderProcess(shared_pool, on_parsed,
                                             election=election, own_pool=pool,
                                             unread=unread)
-            return reader.ReaderProcess(pool, on_parsed, unread=unread)
+            return reader.ReaderProcess(pool, on_parsed, unread=unread,
+                                        own_pool=alone_pool)
         return consumer.QueueConsumer(
             transport, group.baremetal_notifications_exchange,
             group.baremetal_notifications_topic, pool, on_batch,

@@ -46,6 +46,7 @@ parent's side. The wire (``wire.py``): frames of a length and a pickle.
   in columns (``wire.encode_batch``).
 """
 import logging as std_logging
+import os
 import socket
 import subprocess
 import sys
@@ -144,7 +145,9 @@ class ReaderProcess:
                  own_pool: str | None = None,
                  unread: tuple[str, ...] = ()) -> None:
         self._pool = pool
-        self._own_pool = own_pool or pool
+        # Never the same queue: a reader that found another on ``pool``
+        # must not read it again.
+        self._own_pool = own_pool or f"{pool}.pid-{os.getpid()}"
         self._election = election
         #: The host's queues of the other reading mode (``settings``).
         self._unread = unread
@@ -162,6 +165,8 @@ class ReaderProcess:
         self.starts = self.batches = 0
         #: Times this process connected to the host's reader.
         self.follows = 0
+        #: Told to read elsewhere: its reader is ending on purpose.
+        self._moving = False
 
     @property
     def pid(self) -> int | None:
@@ -205,7 +210,8 @@ class ReaderProcess:
             proc = self._proc
             if not self._following and proc is not None and (
                     proc.poll() is not None) and not self._started.is_set(
-                    ) and proc.returncode != host_reader.ANOTHER_READER:
+                    ) and proc.returncode != host_reader.ANOTHER_READER and (
+                    not self._moving):
                 # (A reader that found another on the host's queue said
                 # so: this process reads a queue of its own next, _run.)
                 # Not again and again: the listener polls instead.
@@ -310,10 +316,12 @@ class ReaderProcess:
         self.follows += 1
 
     def _alone(self, why: str) -> None:
-        """Stop sharing the host's reader: read ``own_pool`` alone."""
-        LOG.error("The host's Ironic event reader refused this process "
-                  "(%(why)s); it reads as pool %(pool)s on its own",
-                  {"why": why, "pool": self._own_pool})
+        """Stop sharing a queue (the host's, or a slot's another process
+        reads too): read ``own_pool`` alone."""
+        LOG.error("The Ironic event reader of pool %(old)s will not serve "
+                  "this process (%(why)s); it reads as pool %(pool)s on its "
+                  "own", {"old": self._pool, "why": why,
+                          "pool": self._own_pool})
         if self._election is not None:
             self._election.forget()
         self._election = None
@@ -382,6 +390,7 @@ class ReaderProcess:
             while not self._stop.wait(delay):
                 try:
                     self._spawn()
+                    self._moving = False
                     break
                 except Exception:
                     LOG.exception("Cannot start the Ironic event reader")
@@ -433,6 +442,10 @@ class ReaderProcess:
                 self._up_since_spawn = True
                 self._started.set()
         elif kind == "refused":
+            # Its reader ends next: start() must not take that end (any
+            # exit status, as its main thread may see our end first) for
+            # a reader that could not start.
+            self._moving = True
             raise host_reader.Refused(message[1])
         elif kind == "log":
             _, level, text = message

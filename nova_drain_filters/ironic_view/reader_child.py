@@ -20,6 +20,7 @@ columns (``wire.encode_batch``), acks a batch once the parent says it is
 applied, sends its log records to the parent's log, and ends when the
 parent's end of the socket closes.
 """
+import itertools
 import logging as std_logging
 import os
 import socket
@@ -164,29 +165,29 @@ class Reader:
 
     def _consume(self, queue: consumer.QueueConsumer, transport: Any,
                  unread: list[str], pool: str) -> None:
-        shared = self.followers is not None
         try:
-            if shared:
-                self._alone_on(transport, pool, before=True)
+            # Whatever the mode: a queue has one reader, or each gets part
+            # of the events (the host's queue and a process's own alike;
+            # issue 41 saw two processes of one host on one slot's queue).
+            self._alone_on(transport, pool, before=True)
             queue.start()  # returns once connected
         except Exception:
             LOG.exception("The Ironic event reader cannot consume")
             os._exit(1)
-        if shared:
-            threading.Thread(target=self._watch_consumers,
-                             args=(transport, pool),
-                             name="reader-consumers", daemon=True).start()
+        threading.Thread(target=self._watch_consumers,
+                         args=(transport, pool),
+                         name="reader-consumers", daemon=True).start()
         if unread:
             threading.Thread(target=sweep, args=(transport, unread),
                              name="reader-sweep", daemon=True).start()
         self._report(queue)
 
     def _alone_on(self, transport: Any, pool: str, before: bool) -> None:
-        """Stop (``another_reader``) if the host's queue has a consumer
-        besides this reader: RabbitMQ gives each message to one consumer,
-        so two readers would each hand their processes part of the events.
-        The lock makes that impossible; this says so if it happens all
-        the same."""
+        """Stop (``another_reader``) if the queue has a consumer besides
+        this reader: RabbitMQ gives each message to one consumer, so two
+        readers would each hand their processes part of the events. The
+        locks (the host's, a slot's) make that impossible; this says so if
+        it happens all the same."""
         mine = 0 if before else 1
         found = consumer.consumers(transport, pool)
         deadline = time.monotonic() + host_reader.CONSUMER_GRACE
@@ -197,16 +198,19 @@ class Reader:
             found = consumer.consumers(transport, pool)
         if found > mine:
             self.another_reader(
-                f"the host's queue {pool} has {found - mine} consumer(s) "
-                "besides this reader")
+                f"the queue {pool} has {found - mine} consumer(s) besides "
+                "this reader")
 
     def _watch_consumers(self, transport: Any, pool: str) -> None:
-        """Count the host's queue's consumers now and then
-        (``host_reader.CONSUMER_CHECK``); stop after
+        """Count the queue's consumers soon after the start (two readers
+        that started together both saw none before), then every
+        ``host_reader.CONSUMER_CHECK`` seconds; stop after
         ``CONSUMER_STRIKES`` counts in a row with another."""
         strikes = 0
-        while True:
-            time.sleep(host_reader.CONSUMER_CHECK)
+        waits = itertools.chain(host_reader.CONSUMER_FIRST_CHECKS,
+                                itertools.repeat(host_reader.CONSUMER_CHECK))
+        for wait in waits:
+            time.sleep(wait)
             try:
                 found = consumer.consumers(transport, pool)
             except Exception as exc:  # the broker's trouble: next time
@@ -216,20 +220,20 @@ class Reader:
             strikes = strikes + 1 if found > 1 else 0
             if strikes >= host_reader.CONSUMER_STRIKES:
                 self.another_reader(
-                    f"the host's queue {pool} has {found - 1} consumer(s) "
-                    "besides this reader")
+                    f"the queue {pool} has {found - 1} consumer(s) besides "
+                    "this reader")
 
     def another_reader(self, why: str) -> None:
-        """Another reader reads the host's queue: say so, tell the parent
-        (which reads a queue of its own then) and end, never to share the
-        queue with it."""
-        LOG.error("Another Ironic event reader reads this host's queue "
+        """Another reader reads this reader's queue: say so, tell the
+        parent (which reads a queue of its own then) and end, never to
+        share the queue with it."""
+        LOG.error("Another Ironic event reader reads this reader's queue "
                   "(%s): two readers of one queue each get part of the "
                   "events, so this one stops reading it and its scheduler "
                   "process reads a queue of its own", why)
         try:
-            self.channel.send(("refused", f"another reader of the host's "
-                               f"queue: {why}"))
+            self.channel.send(("refused", f"another reader of its queue: "
+                               f"{why}"))
         except OSError:
             pass
         os._exit(host_reader.ANOTHER_READER)

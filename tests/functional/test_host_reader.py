@@ -182,12 +182,46 @@ class HostReaderTest(BrokerTestBase):
             timeout=60)
         self.assertEqual(own, other.process.pool)
         self.assertNotEqual(leader.process.pid, other.process.pid)
-        self.assertIn("refused this process", logged.output)
+        self.assertIn("will not serve this process", logged.output)
         self.assertIn("pool", logged.output)
         nodes = [str(uuid.uuid4()) for _ in range(3)]
         self.publish(nodes)
         self.wait_for("3 events in both", lambda: (
             leader.got, other.got) == (nodes, nodes))
+
+    def test_two_processes_on_one_slot_queue_each_read_alone(self) -> None:
+        """One queue per process, the default: two processes that came to
+        read the same slot's queue (issue 41's CI run: two workers of one
+        host on slot 0) find each other's consumer; a reader that sees
+        another stops, its process reads a queue only it names, and each
+        process hears every event."""
+        logged = self.useFixture(fixtures.FakeLogger(
+            name="nova_drain_filters.ironic_view.reader"))
+        got: tuple[list[str], list[str]] = ([], [])
+        processes = []
+        for number, mine in enumerate(got):
+            def on_parsed(latest: dict[str, notifications.Pending],
+                          events: int, received: int, dropped: int,
+                          mine: list[str] = mine) -> Callable[[], bool]:
+                mine.extend(value.node_uuid for value in latest.values()
+                            if isinstance(value, notifications.NodeEvent))
+                return lambda: True
+            # Each process names its own (a scheduler's is its PID's).
+            process = reader.ReaderProcess(
+                self.pool, on_parsed, own_pool=f"{self.pool}.pid-{number}")
+            process.start()
+            self.addCleanup(process.wait)
+            self.addCleanup(process.stop)
+            processes.append(process)
+        self.wait_for("each on a queue of its own", lambda: (
+            len({p.pool for p in processes}) == 2
+            and all(p.connected() for p in processes)), timeout=60)
+        self.assertIn("Another Ironic event reader reads this reader's queue",
+                      logged.output)
+        self.assertLessEqual(self.queue()["consumers"], 1)
+        nodes = [str(uuid.uuid4()) for _ in range(3)]
+        self.publish(nodes)
+        self.wait_for("3 events in both", lambda: got == (nodes, nodes))
 
     def test_a_second_reader_of_the_hosts_queue_stops_and_reads_alone(
             self) -> None:
@@ -208,7 +242,7 @@ class HostReaderTest(BrokerTestBase):
             timeout=60)
         self.assertFalse(second.process.following)
         self.assertEqual(1, self.queue()["consumers"])
-        self.assertIn("Another Ironic event reader reads this host's queue",
+        self.assertIn("Another Ironic event reader reads this reader's queue",
                       logged.output)
         self.assertIn("besides this reader", logged.output)
         nodes = [str(uuid.uuid4()) for _ in range(3)]

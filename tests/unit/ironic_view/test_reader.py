@@ -257,7 +257,8 @@ class ReaderSideTest(testtools.TestCase):
 
 
 class AnotherReaderTest(testtools.TestCase):
-    """The host's reader never shares the host's queue (issue 41)."""
+    """A reader never shares its queue, the host's or a process's own
+    (issue 41)."""
 
     def setUp(self) -> None:
         super().setUp()
@@ -277,7 +278,7 @@ class AnotherReaderTest(testtools.TestCase):
                       self.error.call_args[0][1])
         kind, why = self.channel.send.call_args[0][0]
         self.assertEqual("refused", kind)  # its parent reads alone then
-        self.assertIn("another reader of the host's queue", why)
+        self.assertIn("another reader of its queue", why)
 
     def test_a_consumer_before_it_reads_stops_it(self) -> None:
         self.useFixture(fixtures.MockPatchObject(
@@ -301,6 +302,8 @@ class AnotherReaderTest(testtools.TestCase):
     def test_another_consumer_seen_twice_in_a_row_stops_it(self) -> None:
         self.useFixture(fixtures.MockPatchObject(
             host_reader, "CONSUMER_CHECK", 0))
+        self.useFixture(fixtures.MockPatchObject(
+            host_reader, "CONSUMER_FIRST_CHECKS", (0, 0)))
         # One count with another (a reader that was ending), then alone,
         # then another twice: only that stops it.
         self.count.side_effect = [2, 1, OSError("broker"), 2, 2]
