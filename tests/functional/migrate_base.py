@@ -65,6 +65,19 @@ class MigrateTestBase(cli_harness.CliTestBase):
     def boot_on(self, host: str, **kw: Any) -> dict[str, Any]:
         return self._create_server(networks="none", host=host, **kw)
 
+    def group(self, name: str, policy: str) -> str:
+        """A server group; its ID."""
+        found: str = self.admin_api.post_server_groups(
+            {"name": name, "policy": policy})["id"]
+        return found
+
+    def boot_in(self, group: str, host: str) -> dict[str, Any]:
+        """Boot on ``host`` as a member of ``group`` (a scheduler hint)."""
+        body = self._build_server(networks="none", host=host)
+        self.admin_api.microversion = "2.74"
+        return self.settle(lambda: self.admin_api.post_server(
+            {"server": body, "os:scheduler_hints": {"group": group}}))
+
     def start_drain(self, *hosts: str) -> None:
         run = self.cli("drain", "host", "start", *hosts, "--reason",
                        "migrate test", "--yes")

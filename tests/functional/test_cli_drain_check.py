@@ -32,17 +32,6 @@ class CheckTestBase(migrate_base.MigrateTestBase):
             "id": f"ndf-{name}"}})
         return str(found["id"])
 
-    def group(self, name: str, policy: str) -> str:
-        found: str = self.admin_api.post_server_groups(
-            {"name": name, "policy": policy})["id"]
-        return found
-
-    def boot_in(self, group: str, host: str) -> dict[str, Any]:
-        body = self._build_server(networks="none", host=host)
-        self.admin_api.microversion = "2.74"
-        return self.settle(lambda: self.admin_api.post_server(
-            {"server": body, "os:scheduler_hints": {"group": group}}))
-
     def check(self, *argv: str, rc: int = 0
               ) -> tuple[dict[str, dict[str, Any]], str]:
         """``drain host check ... -f json``: rows by server, and stderr."""

@@ -86,17 +86,6 @@ class TwoHostsTest(migrate_base.MigrateTestBase):
 
 
 class GroupsTest(migrate_base.MigrateTestBase):
-    def group(self, name: str, policy: str) -> str:
-        found: str = self.admin_api.post_server_groups(
-            {"name": name, "policy": policy})["id"]
-        return found
-
-    def boot_in(self, group: str, host: str) -> dict[str, Any]:
-        body = self._build_server(networks="none", host=host)
-        self.admin_api.microversion = "2.74"
-        return self.settle(lambda: self.admin_api.post_server(
-            {"server": body, "os:scheduler_hints": {"group": group}}))
-
     def test_anti_affinity_kept_and_affinity_reported(self) -> None:
         anti = self.group("spread", "anti-affinity")
         mover = self.boot_in(anti, "host1")

@@ -20,12 +20,14 @@ the instances Nova has on the host at that moment, which must be none.
 import json
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import fixtures
 from nova import context as nova_context
 from nova import objects
+from testtools import content as testtools_content
 
 from nova_drain_filters.rolling import hook
 from tests.functional import migrate_base
@@ -78,26 +80,17 @@ class RollingTestBase(migrate_base.MigrateTestBase):
             binary="nova-compute") if s["host"] == host]
         return dict(found)
 
-    def group(self, name: str, policy: str) -> str:
-        found: str = self.admin_api.post_server_groups(
-            {"name": name, "policy": policy})["id"]
-        return found
-
-    def boot_in(self, group: str, host: str) -> dict[str, Any]:
-        body = self._build_server(networks="none", host=host)
-        self.admin_api.microversion = "2.74"
-        return self.settle(lambda: self.admin_api.post_server(
-            {"server": body, "os:scheduler_hints": {"group": group}}))
-
 
 class CleanRollTest(RollingTestBase):
     def test_three_batches_of_two(self) -> None:
         servers = [self.boot_on(h) for h in HOSTS]
         spread = self.group("spread", "anti-affinity")
         members = [self.boot_in(spread, h) for h in ("host1", "host2")]
+        began = time.monotonic()
         rows, run = self.roll("host1", "host2", "host3", "host4", "host5",
                               "host6", "--batch", "2", "--run",
                               f"echo {{host}} >> {self.ran}")
+        elapsed = time.monotonic() - began
         self.assertEqual({"done"}, {r["Result"] for r in rows.values()})
         self.assertEqual([1, 1, 2, 2, 3, 3],
                          [rows[h]["Batch"] for h in HOSTS])
@@ -116,6 +109,33 @@ class CleanRollTest(RollingTestBase):
             self.assertNotIn("CUSTOM_DRAIN_HOST",
                              self._get_provider_traits(rp))
         self.assertIn("rolling: batch 3:", run.stderr)
+        self.addDetail("timeline", testtools_content.text_content(
+            timeline(self.state, elapsed)))
+
+
+def timeline(state: Path, elapsed: float) -> str:
+    """The roll's wall time beside the sum of its parts, from its journal:
+    per batch, drain and migrate (the first event to COMMAND's start), the
+    COMMANDs, and the wait until the hosts reported again."""
+    (path,) = state.glob("*/journal.jsonl")
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    at: dict[tuple[str, str], float] = {}
+    for event in events:
+        at.setdefault((event["host"], event["event"]), event["time"])
+    hosts = sorted({e["host"] for e in events})
+    parts = {"drain and migrate": 0.0, "command": 0.0, "wait up": 0.0}
+    for batch in range(0, len(hosts), 2):
+        pair = hosts[batch:batch + 2]
+        first = min(at[(h, "drained")] for h in pair)
+        started = max(at[(h, "command started")] for h in pair)
+        ended = max(at[(h, "command ended")] for h in pair)
+        up = max(at[(h, "up")] for h in pair)
+        parts["drain and migrate"] += started - first
+        parts["command"] += ended - started
+        parts["wait up"] += up - ended
+    return (f"wall {elapsed:.1f} s; parts " + ", ".join(
+        f"{k} {v:.1f} s" for k, v in parts.items())
+        + f"; sum {sum(parts.values()):.1f} s")
 
 
 class FailingCommandTest(RollingTestBase):
