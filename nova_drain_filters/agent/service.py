@@ -49,6 +49,7 @@ from nova_drain_filters.clients import http
 from nova_drain_filters.clients import ironic
 from nova_drain_filters.clients import placement
 from nova_drain_filters.conf import agent as agent_conf
+from nova_drain_filters.conf import validation as conf_validation
 
 LOG = logging.getLogger(__name__)
 
@@ -195,7 +196,15 @@ def main(argv: list[str] | None = None) -> int:
     conf(sys.argv[1:] if argv is None else argv, project="nova",
          prog="nova-drain-agent")
     logging.setup(conf, "nova-drain-agent")
-    drain_conf.validate(conf)
+    try:
+        # Every option read once now: a bad value is one line and exit 2
+        # at start, never a traceback at the first reconcile.
+        drain_conf.validate(conf)
+        for warning in agent_conf.validate(conf):
+            LOG.warning("%s", warning)
+    except (cfg.Error, conf_validation.ConfigError) as exc:
+        sys.stderr.write(f"nova-drain-agent: {exc}\n")
+        return 2
     launcher = service.launch(conf, service_class()(conf), workers=1,
                               restart_method="mutate")
     return int(launcher.wait() or 0)

@@ -21,6 +21,8 @@ Read by ``nova_drain_filters/agent/``.
 
 from oslo_config import cfg
 
+from nova_drain_filters.conf import validation
+
 GROUP = "drain_agent"
 
 agent_group = cfg.OptGroup(
@@ -211,3 +213,16 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register the ``[drain_agent]`` options on ``conf`` (idempotent)."""
     conf.register_group(agent_group)
     conf.register_opts(agent_opts, group=agent_group)
+
+
+def validate(conf: cfg.ConfigOpts) -> list[str]:
+    """Read every ``[drain_agent]`` option once (a bad value raises
+    ConfigError naming it, at start, not at the first reconcile); the
+    names in the section that are no option, each with the closest
+    one, as warnings to log."""
+    validation.validate(conf, GROUP, agent_opts)
+    return [f"[{GROUP}] {name} is not an option of nova-drain-agent and is "
+            f"ignored" + (f"; did you mean {close}?" if close else "")
+            for name, close in validation.unknown_options(
+                conf, GROUP, agent_opts).items()]
+

@@ -102,6 +102,7 @@ def validate(conf: cfg.ConfigOpts, group_name: str,
     code here.
     """
     group = getattr(conf, group_name)
+    opts = list(opts)
     for opt in opts:
         try:
             value = getattr(group, opt.dest)
@@ -110,6 +111,8 @@ def validate(conf: cfg.ConfigOpts, group_name: str,
         problem = check_value(opt, value)
         if problem is not None:
             raise ConfigError(f"[{group_name}] {opt.dest}: {problem}")
+    if "baremetal_max_snapshot_age" not in {o.dest for o in opts}:
+        return  # another group's options ([drain_agent])
     # Unset, the age is derived from the interval (baremetal.py
     # max_snapshot_age) and cannot be smaller; an explicit one is checked.
     explicit_age = group.baremetal_max_snapshot_age

@@ -12,6 +12,8 @@
 
 
 """The agent's wiring: nova.conf read as the scheduler's, capacity gauges."""
+import subprocess
+import sys
 from typing import Any
 
 import fixtures
@@ -22,6 +24,7 @@ from nova_drain_filters.agent import capacity
 from nova_drain_filters.agent import metrics
 from nova_drain_filters.agent import service
 from nova_drain_filters.clients import compute
+from nova_drain_filters.conf import agent as agent_conf
 from tests.unit import ironic_fakes
 
 NOVA_CONF = """
@@ -66,6 +69,30 @@ class TestService(testtools.TestCase):
         conf = self.conf(NOVA_CONF + "\n[drain_agent]\nbatch_size = 0\n")
         self.assertRaises(cfg.ConfigFileValueError,
                           lambda: conf.drain_agent.batch_size)
+
+    def test_main_says_a_bad_value_in_one_line_and_exits_2(self) -> None:
+        # In a process of its own, as the console script runs: main()
+        # chooses oslo.service's backend, once per process.
+        path = self.useFixture(fixtures.TempDir()).join("nova.conf")
+        with open(path, "w") as f:
+            f.write("[drain_agent]\nreconcile_interval = 0\n")
+        run = subprocess.run(
+            [sys.executable, "-c", "import sys; from nova_drain_filters."
+             "agent import service; sys.exit(service.main(sys.argv[1:]))",
+             "--config-file", path], capture_output=True, text=True,
+            timeout=60, stdin=subprocess.DEVNULL)
+        self.assertEqual(2, run.returncode, run.stderr)
+        self.assertEqual(
+            "nova-drain-agent: [drain_agent] reconcile_interval: Should be "
+            "greater than or equal to 5", run.stderr.strip().splitlines()[-1])
+        self.assertNotIn("Traceback", run.stderr)
+
+    def test_a_misspelled_agent_option_is_named(self) -> None:
+        conf = self.conf(NOVA_CONF + "\n[drain_agent]\nreconcile_intervall = 5\n")
+        self.assertEqual(
+            ["[drain_agent] reconcile_intervall is not an option of "
+             "nova-drain-agent and is ignored; did you mean "
+             "reconcile_interval?"], agent_conf.validate(conf))
 
 
 class FakeNova:
