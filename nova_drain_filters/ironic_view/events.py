@@ -235,7 +235,7 @@ class EventListener:
                 self._transport, own, self.on_event, self.on_batch,
                 self.on_parsed, election=election, shared_pool=shared,
                 unread=unread, alone_pool=pools.pool_name(
-                    self._slot.host, None))
+                    self._slot.host, None), slot_lock=self._slot.fileno)
             self.pool = getattr(server, "pool", own)
             try:
                 server.start()  # returns once connected

@@ -91,7 +91,8 @@ def consume(transport: Any, pool: str | None,
             election: host_reader.Election | None = None,
             shared_pool: str | None = None,
             unread: tuple[str, ...] = (),
-            alone_pool: str | None = None) -> Any:
+            alone_pool: str | None = None,
+            slot_lock: Callable[[], int | None] | None = None) -> Any:
     """A (not yet started) server of the pool's queue: on RabbitMQ our
     consumer in its reader process (``on_parsed``) or, ``in_process``, in
     this one (``on_batch``), else oslo.messaging's listener
@@ -104,6 +105,8 @@ def consume(transport: Any, pool: str | None,
     process deletes if nobody reads them (``reader.settings``).
     ``alone_pool``: the queue a process reads if its reader finds another
     reader on ``pool`` (one only this process can name).
+    ``slot_lock``: the descriptor of the lock of ``pool``'s slot, which a
+    reader process of it holds too (``reader.ReaderProcess``).
     """
     group = CONF.drain_filters
     if OWN_CONSUMER and pool and consumer.supports(transport):
@@ -113,7 +116,7 @@ def consume(transport: Any, pool: str | None,
                                             election=election, own_pool=pool,
                                             unread=unread)
             return reader.ReaderProcess(pool, on_parsed, unread=unread,
-                                        own_pool=alone_pool)
+                                        own_pool=alone_pool, lock=slot_lock)
         return consumer.QueueConsumer(
             transport, group.baremetal_notifications_exchange,
             group.baremetal_notifications_topic, pool, on_batch,

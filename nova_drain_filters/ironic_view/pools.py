@@ -80,6 +80,11 @@ class Slot:
             return number
         return None
 
+    def fileno(self) -> int | None:
+        """The held slot's lock file descriptor; None if none is held."""
+        handle = self._file
+        return None if handle is None or handle.closed else handle.fileno()
+
     def forget(self) -> None:
         """Drop the slot without unlocking (a fork's parent may hold it)."""
         if self._file is not None:
@@ -101,7 +106,7 @@ def try_lock(path: str) -> IO[bytes] | None:
     except OSError:
         handle.close()
         return None
-    _HELD.add(handle)
+    _HELD[handle] = os.getpid()
     return handle
 
 
@@ -124,26 +129,39 @@ def _above_stdio(handle: IO[bytes]) -> IO[bytes]:
     return os.fdopen(moved, "ab")
 
 
-#: The lock files ``try_lock`` opened in this process. A ``flock`` belongs
-#: to the open file, which ``fork`` shares with the child: a child that
-#: kept its copy would hold its parent's lock for as long as it lives.
-#: The owners' ``forget`` closes a copy they still reach, but not one
-#: held only by a thread that did not survive the fork: nova-scheduler's
-#: parent took the host's reader lock, then forked its workers while it
-#: was parking its listener, and each worker kept a copy in that thread's
-#: frames, so no worker could ever take the lock and none read events.
-_HELD: "weakref.WeakSet[IO[bytes]]" = weakref.WeakSet()
+#: The lock files ``try_lock`` opened, each with the process that opened
+#: it. A ``flock`` belongs to the open file, which ``fork`` shares with the
+#: child: a child that kept its copy would hold its parent's lock for as
+#: long as it lives. The owners' ``forget`` closes a copy they still
+#: reach, but not one held only by a thread that did not survive the
+#: fork: nova-scheduler's parent took the host's reader lock, then forked
+#: its workers while it was parking its listener, and each worker kept a
+#: copy in that thread's frames, so no worker could ever take the lock.
+_HELD: "weakref.WeakKeyDictionary[IO[bytes], int]" = (
+    weakref.WeakKeyDictionary())
 
 
 def _close_inherited() -> None:
-    """In a forked child, before anything else runs: close every copy of
-    the parent's lock files (never unlock: the parent's lock stands)."""
-    for handle in list(_HELD):
+    """In a forked child: close every copy of the parent's lock files
+    (never unlock: the parent's lock stands), and only those.
+
+    Hooks run in the order they were registered, and the Ironic view's
+    (``refresher.install_fork_hooks``, at its import) comes before this
+    module's, imported once a listener starts. The view's hook restarts
+    the worker's threads, and one of them may have taken a slot or the
+    host's lock by now: that file is the child's own, and closing it
+    would let the lock go while the worker goes on reading its queue, so
+    that the next worker takes the same slot (issue 41).
+    """
+    child = os.getpid()
+    for handle, opener in list(_HELD.items()):
+        if opener == child:
+            continue
+        del _HELD[handle]
         try:
             handle.close()
         except OSError:
             pass
-    _HELD.clear()
 
 
 os.register_at_fork(after_in_child=_close_inherited)

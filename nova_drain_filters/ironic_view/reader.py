@@ -143,8 +143,16 @@ class ReaderProcess:
                  argv: list[str] | None = None,
                  election: host_reader.Election | None = None,
                  own_pool: str | None = None,
-                 unread: tuple[str, ...] = ()) -> None:
+                 unread: tuple[str, ...] = (),
+                 lock: Callable[[], int | None] | None = None) -> None:
         self._pool = pool
+        #: The descriptor of the lock of this process's slot, if it has
+        #: one (``pools.Slot``): the reader holds it too, so that the slot
+        #: is free only once both are gone. A parent parked while its
+        #: reader was still starting let its slot go, and the worker it
+        #: had just forked took the slot and read its queue beside that
+        #: reader until it ended.
+        self._lock = lock
         # Never the same queue: a reader that found another on ``pool``
         # must not read it again.
         self._own_pool = own_pool or f"{pool}.pid-{os.getpid()}"
@@ -283,10 +291,12 @@ class ReaderProcess:
                 # start beside it, and each would get part of the events.
                 raise host_reader.LockLost(
                     "this process no longer holds the host's reader lock")
+        elif self._lock is not None and self._pool != self._own_pool:
+            lock = self._lock()  # the slot's queue: None if none was free
         parent, child = socket.socketpair()
         keep = [child.fileno()]
         if lock is not None:
-            keep.append(lock)  # the reader holds the host's lock too
+            keep.append(lock)  # the reader holds the lock too
         try:
             self._proc = subprocess.Popen(
                 self._argv + ["--fd", str(child.fileno())],

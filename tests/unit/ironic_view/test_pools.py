@@ -111,3 +111,69 @@ class TestSlots(testtools.TestCase):
         self.assertEqual(b"1", os.read(read, 1))
         for fd in (go_write, read, write):
             os.close(fd)
+
+
+#: A fresh interpreter, so that the fork hooks are registered in the order
+#: nova-scheduler registers them: ``ironic_view`` (imported with the
+#: filters) installs the refresher's at import, and ``pools`` is imported
+#: only once a listener starts (``IronicView._start_events``), after it.
+#: A worker's restart hook starts threads, and one of them may take a slot
+#: before ``pools``' own hook has run in the child. Here that thread is
+#: made to win (joined in the hook) instead of left to the scheduler.
+_FORKED_WORKER = """
+import os, sys, threading
+import nova_drain_filters.ironic_view  # the refresher's fork hooks
+assert "nova_drain_filters.ironic_view.pools" not in sys.modules
+directory, host = sys.argv[1], sys.argv[2]
+held = []
+
+def restart_in_child():
+    def connect():
+        from nova_drain_filters.ironic_view import pools
+        slot = pools.Slot(directory, host)
+        slot.acquire()
+        held.append(slot)
+    thread = threading.Thread(target=connect)
+    thread.start()
+    thread.join()
+
+os.register_at_fork(after_in_child=restart_in_child)
+from nova_drain_filters.ironic_view import pools  # its hook comes after
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(write)
+    print(held[0].number, flush=True)
+    os.read(read, 1)  # live, holding the slot, until the test is done
+    os._exit(0)
+os.close(read)
+print(pid, flush=True)
+sys.stdin.read()
+"""
+
+
+class TestForkHookOrder(testtools.TestCase):
+    def test_a_slot_a_worker_took_in_a_fork_hook_stays_its_own(
+            self) -> None:
+        # Issue 41: both workers of nova-scheduler read slot 0's queue and
+        # the lock directory held slot 0's file alone. The slot a worker's
+        # listener took while the fork hooks ran was closed by pools' own
+        # hook, which took it for a copy of the parent's: the worker went
+        # on reading slot 0 without its lock, and the next worker took
+        # slot 0 too. RabbitMQ then gave each worker half of the events.
+        import subprocess
+        import sys
+        path = self.useFixture(fixtures.TempDir()).path
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _FORKED_WORKER, path, "sched"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.addCleanup(proc.wait, 30)
+        self.addCleanup(proc.stdin.close)  # type: ignore[union-attr]
+        assert proc.stdout is not None
+        child_pid = int(proc.stdout.readline())
+        self.assertEqual("0", proc.stdout.readline().strip())
+        next_worker = pools.Slot(path, "sched")
+        self.addCleanup(next_worker.forget)
+        # The forked worker still holds slot 0: the next one takes slot 1.
+        self.assertEqual(1, next_worker.acquire(),
+                         f"worker {child_pid} lost slot 0's lock")

@@ -38,6 +38,7 @@ from nova_drain_filters import decisions
 from nova_drain_filters.ironic_view import host_reader
 from nova_drain_filters.ironic_view import node_table
 from nova_drain_filters.ironic_view import notifications
+from nova_drain_filters.ironic_view import pools
 from nova_drain_filters.ironic_view import priority
 from nova_drain_filters.ironic_view import reader
 from nova_drain_filters.ironic_view import reader_child
@@ -371,6 +372,29 @@ class LifeTest(testtools.TestCase):
         self.assertRaises(host_reader.LockLost, proc._spawn)
         self.assertIsNone(proc.pid)
         self.assertEqual(0, proc.starts)
+
+    def test_a_slots_reader_holds_the_slot_until_it_is_gone(self) -> None:
+        # A parent parked while its reader was still starting let its slot
+        # go at once; the worker it had just forked took that slot and
+        # read its queue beside the parent's reader (issue 41). The reader
+        # holds the slot's lock too, so the next process takes another.
+        lock_dir = self.useFixture(fixtures.TempDir()).path
+        slot = pools.Slot(lock_dir, "h")
+        self.assertEqual(0, slot.acquire())
+        proc = reader.ReaderProcess(
+            pools.pool_name("h", 0), lambda latest, e, n, d: (lambda: True),
+            argv=[sys.executable, "-c", "import time; time.sleep(30)"],
+            own_pool=pools.pool_name("h", None), lock=slot.fileno)
+        proc._spawn()
+        slot.forget()  # the parked parent lets go; its reader still runs
+        worker = pools.Slot(lock_dir, "h")
+        self.addCleanup(worker.forget)
+        self.assertEqual(1, worker.acquire())
+        worker.forget()
+        assert proc._proc is not None
+        proc._proc.kill()
+        proc._reap()
+        self.assertEqual(0, worker.acquire())
 
     def test_a_follower_that_cannot_reach_the_reader_starts_none(
             self) -> None:
