@@ -170,11 +170,16 @@ class CloudTest(WorkersCase):
         began = time.monotonic()
 
         # Kill 1: a migration row of fake-1's server exists (Nova's record
-        # of the live migration the run posted). The fake driver's move
-        # takes a second or two, so it is mostly still in flight; when it
-        # is over already the kill still lands inside the run's migrate
-        # step (the journal has fake-1 drained, no COMMAND started). Either
-        # way the rerun must neither move it again nor lose it.
+        # of the live migration the run posted). In the runs so far it was
+        # still 'accepted' (in flight) at the kill; Nova carries it on
+        # without the CLI, and the fake driver's move is over before the
+        # rerun reads Nova, so the rerun finds fake-1 empty. When the move
+        # is over before the kill, the kill still lands in the run's
+        # migrate step (fake-1 drained in the journal, no COMMAND). Either
+        # way the rerun must neither move the server again nor lose it.
+        # (A rerun that finds the move in flight tracks Nova's record and
+        # posts nothing: test_cli_drain_migrate's
+        # test_rerun_picks_up_the_migration_in_flight.)
         def migrating() -> str | None:
             rows = self.migrations(booted[0]["id"])
             return str(rows[0]["status"]) if rows else None
