@@ -78,8 +78,15 @@ class RunningCloud:
         with open(self.log, "a") as out:
             out.write(f"{time.monotonic() - self.began:7.1f} s  {message}\n")
 
+    def reload(self) -> None:
+        """Read ``cloud.json`` again: a test (or a COMMAND of a rolling
+        run) that restarts a service through ``tools/cloud.sh`` gives it
+        a new PID there, and the one read at the start is stale."""
+        self.state = CloudState.load(self.base)
+
     def memory_usage(self) -> memory.Usage:
         """Every recorded process that runs, with its children."""
+        self.reload()
         return memory.usage(p.pid for p in self.state.procs.values()
                             if p.alive())
 
@@ -111,7 +118,7 @@ class RunningCloud:
         if rc != 0:
             raise RuntimeError(f"tools/cloud.sh up exited {rc}; see "
                                f"{self.log} and {self.base}/logs")
-        self.state = CloudState.load(self.base)
+        self.reload()
         return time.monotonic() - t0
 
     def stop(self) -> None:
@@ -124,14 +131,30 @@ class RunningCloud:
         """openstacksdk as one of clouds.yaml's entries (a real token)."""
         return identity.connect(self.layout, cloud)
 
-    def openstack(self, cloud: str, *args: str) -> subprocess.CompletedProcess[str]:
+    def openstack(self, cloud: str, *args: str,
+                  timeout: float = CLI_TIMEOUT
+                  ) -> subprocess.CompletedProcess[str]:
         """``openstack --os-cloud CLOUD ARGS`` with the cloud's clouds.yaml,
         as an operator runs it."""
+        return subprocess.run([str(OPENSTACK), "--os-cloud", cloud, *args],
+                              env=self._cli_env(), capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL,
+                              timeout=timeout)
+
+    def openstack_started(self, cloud: str, *args: str, out: Path,
+                          err: Path) -> subprocess.Popen[bytes]:
+        """The same command, started and not waited for (a test kills it):
+        a session of its own, its output in ``out`` and ``err``."""
+        with open(out, "ab") as stdout, open(err, "ab") as stderr:
+            return subprocess.Popen(
+                [str(OPENSTACK), "--os-cloud", cloud, *args],
+                env=self._cli_env(), stdin=subprocess.DEVNULL,
+                stdout=stdout, stderr=stderr, start_new_session=True)
+
+    def _cli_env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
         env["OS_CLIENT_CONFIG_FILE"] = str(self.state.facts["clouds_yaml"])
-        return subprocess.run([str(OPENSTACK), "--os-cloud", cloud, *args],
-                              env=env, capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=CLI_TIMEOUT)
+        return env
 
     def nova_manage(self, *args: str) -> str:
         """``nova-manage`` of .venv-cloud with the cloud's nova.conf."""
@@ -150,15 +173,18 @@ class RunningCloud:
     def stop_process(self, name: str) -> None:
         """``tools/cloud.sh stop NAME``: SIGTERM by its recorded PID (what
         an operator's service manager sends), SIGKILL after a grace."""
+        self.reload()
         rc = _cloud_sh("stop", name, timeout=60, log=self.log)
         if rc != 0:
             raise RuntimeError(f"tools/cloud.sh stop {name} exited {rc}; "
                                f"see {self.log}")
-        if self.state.procs[name].alive():
+        if self.state.procs[name].alive():  # the PID cloud.sh stopped
             raise RuntimeError(f"{name} still runs after cloud.sh stop")
 
     def kill(self, name: str) -> None:
-        """SIGKILL one process of the cloud (its group), by recorded PID."""
+        """SIGKILL one process of the cloud (its group), by the PID
+        ``cloud.json`` records now (read at use: it may have restarted)."""
+        self.reload()
         proc = self.state.procs[name]
         if not proc.signal(signal.SIGKILL):
             raise RuntimeError(f"{name} (PID {proc.pid}) does not run")

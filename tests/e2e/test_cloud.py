@@ -26,12 +26,18 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import signal
+import subprocess
+import tempfile
 import time
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from tests.e2e import baremetal
+from tests.e2e import running_cloud
 from tests.e2e import servers
 from tests.e2e import workers
 from tests.e2e.running_cloud import RunningCloud
@@ -39,6 +45,19 @@ from tests.e2e.workers_case import WorkersCase
 from tests.functional.cloud import configs
 
 NO_VALID_HOST = "No valid host"
+#: Seconds a rolling COMMAND sleeps after its counter line, before it
+#: restarts the host: the window the roll test's second kill lands in.
+COMMAND_PAUSE = 5
+#: Bound on reaching the point a roll is killed at (a host's migration or
+#: COMMAND): a batch took about 35 s.
+ROLL_STEP_TIMEOUT = 600.0
+
+
+def _kill_if_running(proc: subprocess.Popen[bytes]) -> None:
+    """A test's roll that failed half-way: stop it by its PID."""
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
 
 
 class CloudTest(WorkersCase):
@@ -124,6 +143,122 @@ class CloudTest(WorkersCase):
         return list(resp.json()["traits"])
 
     # -- tests -----------------------------------------------------------
+    # Named to run first (tests run in name order): the roll needs every
+    # fake host in service, before fake-2 is released for good.
+    def test_a_rolling_patch_of_the_fake_computes(self) -> None:
+        """``drain rolling`` over fake-1, fake-2 and fake-3, a batch of one;
+        COMMAND restarts the host's nova-compute through ``cloud.sh``, as a
+        patch would. The run is killed (``kill -9``) while fake-1's server
+        migrates and again while fake-2's COMMAND runs; the same command
+        line, run again, finishes. Each COMMAND ran once, no server moved
+        twice off one host, every server is ACTIVE, every host enabled."""
+        hosts = ["fake-1", "fake-2", "fake-3"]
+        booted = [self.boot(f"roll-{host}", host) for host in hosts]
+        for server, host in zip(booted, hosts, strict=True):
+            self.assertActiveOn(server, host)
+        state = Path(tempfile.mkdtemp(prefix="ndf-e2e-roll-"))
+        self.addCleanup(shutil.rmtree, state, True)
+        ran = state / "commands"
+        # The counter line first, then a few seconds before the restart:
+        # the window the second kill lands in.
+        command = (f"echo {{host}} >> {ran} && sleep {COMMAND_PAUSE} && "
+                   f"{running_cloud.CLOUD_SH} stop nova-compute-{{host}} && "
+                   f"{running_cloud.CLOUD_SH} up")
+        args = ("drain", "rolling", *hosts, "--batch", "1", "--run", command,
+                "--hook-timeout", "600", "--wait-up", "300",
+                "--state-dir", str(state), "--yes", "-f", "json")
+        began = time.monotonic()
+
+        # Kill 1: a migration row of fake-1's server exists (Nova's record
+        # of the live migration the run posted). In the runs so far it was
+        # still 'accepted' (in flight) at the kill; Nova carries it on
+        # without the CLI, and the fake driver's move is over before the
+        # rerun reads Nova, so the rerun finds fake-1 empty. When the move
+        # is over before the kill, the kill still lands in the run's
+        # migrate step (fake-1 drained in the journal, no COMMAND). Either
+        # way the rerun must neither move the server again nor lose it.
+        # (A rerun that finds the move in flight tracks Nova's record and
+        # posts nothing: test_cli_drain_migrate's
+        # test_rerun_picks_up_the_migration_in_flight.)
+        def migrating() -> str | None:
+            rows = self.migrations(booted[0]["id"])
+            return str(rows[0]["status"]) if rows else None
+        seen = self.kill_roll(args, state, "migration", migrating)
+        self.assertEqual([], self.lines(ran), "no COMMAND before the kill")
+
+        # Kill 2: fake-2's COMMAND has written its line and sleeps; it runs
+        # in a session of its own and outlives the kill of the CLI.
+        def commanding() -> str | None:
+            return "fake-2" if "fake-2" in self.lines(ran) else None
+        self.kill_roll(args, state, "COMMAND", commanding)
+
+        result = self.cloud.openstack("ndf-admin", *args, timeout=1800)
+        took = time.monotonic() - began
+        self.assertEqual(0, result.returncode, result.stderr[-3000:])
+        rows = json.loads(result.stdout)
+        self.assertEqual([(h, b, "done") for b, h in enumerate(hosts, 1)],
+                         [(r["Host"], r["Batch"], r["Result"]) for r in rows])
+        self.assertEqual(hosts, self.lines(ran), "each COMMAND once")
+        for host in hosts:
+            service = servers.compute_service(self.admin, host)
+            assert service is not None
+            self.assertEqual(("enabled", "up"),
+                             (service["status"], service["state"]), host)
+            self.assertNotIn("CUSTOM_DRAIN_HOST",
+                             self.provider_traits(self.node_uuid(host)))
+        moved = 0
+        for server in booted:
+            now = servers.show(self.admin, server["id"])
+            self.assertEqual("ACTIVE", now["status"], servers.fault(now))
+            sources = [m["source_compute"]
+                       for m in self.migrations(server["id"])]
+            self.assertEqual(sorted(set(sources)), sorted(sources),
+                             f"{server['id']} moved twice off one host")
+            moved += len(sources)
+        self.cloud.note(f"rolling: 3 hosts, a batch of one, killed twice "
+                        f"(first while a migration was {seen}), {moved} "
+                        f"migration(s), {took:.1f} s")
+
+    def kill_roll(self, args: tuple[str, ...], state: Path, during: str,
+                  ready: Callable[[], str | None]) -> str:
+        """Start the roll, wait until ``ready`` says something, SIGKILL
+        the CLI's process (only it: COMMAND runs in a session of its own);
+        what ``ready`` said."""
+        out, err = state / f"killed-{during}.out", state / f"killed-{during}.err"
+        proc = self.cloud.openstack_started("ndf-admin", *args, out=out,
+                                            err=err)
+        self.addCleanup(_kill_if_running, proc)
+        deadline = time.monotonic() + ROLL_STEP_TIMEOUT
+        said = ready()
+        while said is None and proc.poll() is None:
+            if time.monotonic() > deadline:
+                self.fail(f"no {during} within {ROLL_STEP_TIMEOUT:.0f} s: "
+                          f"{err.read_text()[-2000:]}")
+            time.sleep(0.1)
+            said = ready()
+        self.assertIsNone(proc.poll(), f"the run ended before a {during}: "
+                          f"{err.read_text()[-2000:]}")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        self.assertEqual(-signal.SIGKILL, proc.returncode)
+        self.cloud.note(f"rolling: kill -9 during a {during} ({said})")
+        return str(said)
+
+    def migrations(self, server: str) -> list[dict[str, Any]]:
+        """Nova's migration records of one server, newest first."""
+        resp = self.admin.compute.get(f"/os-migrations?instance_uuid={server}",
+                                      microversion="2.59")
+        resp.raise_for_status()
+        return [m for m in resp.json()["migrations"]
+                if m["instance_uuid"] == server]
+
+    @staticmethod
+    def lines(path: Path) -> list[str]:
+        try:
+            return path.read_text().split()
+        except FileNotFoundError:
+            return []
+
     def test_cli_roles_and_ironic_scope(self) -> None:
         """Admin drains; member and reader are refused in one line, exit 1,
         and nothing changes; the Ironic listing works with the token the
