@@ -74,6 +74,8 @@ SEND_TIMEOUT = 5.0
 #: How long a follower may stay behind a batch before it is dropped: the
 #: reader reads no further ahead of the slowest one (``MAX_UNACKED``).
 FOLLOWER_PATIENCE = 30.0
+#: Seconds a dropped follower's thread gets to leave its read.
+LISTENER_EXIT = 2.0
 #: Settings that must be the same for a follower to share the reader;
 #: and the options that name the broker when ``url`` is unset
 #: (``listening.notification_transport``), by (group, option).
@@ -226,6 +228,8 @@ class _Member:
         self.applied = joined - 1
         #: When it was first seen behind a batch due; None when not.
         self.behind_since: float | None = None
+        #: What takes in its messages (``Followers._listen``).
+        self.listener: threading.Thread | None = None
 
 
 class Followers:
@@ -315,8 +319,10 @@ class Followers:
             self._members.append(member)
         LOG.debug("A scheduler process follows the host's reader (%d now)",
                   self.count())
-        threading.Thread(target=self._listen, args=(member,),
-                         name="reader-follower", daemon=True).start()
+        member.listener = threading.Thread(
+            target=self._listen, args=(member,), name="reader-follower",
+            daemon=True)
+        member.listener.start()
 
     def _listen(self, member: _Member) -> None:
         """Take in what one follower has applied, until it leaves."""
@@ -342,6 +348,13 @@ class Followers:
             member.channel.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+        # Its thread ends on the shutdown: let it leave its read before the
+        # socket is closed. Under eventlet a green read still waiting on a
+        # closed descriptor stays in the hub, and the next socket or pipe
+        # given that number is refused ("Second simultaneous read").
+        listener = member.listener
+        if listener is not None and listener is not threading.current_thread():
+            listener.join(LISTENER_EXIT)
         member.channel.close()
 
     def send(self, seq: int, frame: bytes) -> None:

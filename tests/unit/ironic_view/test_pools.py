@@ -12,6 +12,8 @@
 
 """Listener slots and pool names: stable per host, one per live process."""
 import os
+import subprocess
+import sys
 
 import fixtures
 import testtools
@@ -161,8 +163,6 @@ class TestForkHookOrder(testtools.TestCase):
         # hook, which took it for a copy of the parent's: the worker went
         # on reading slot 0 without its lock, and the next worker took
         # slot 0 too. RabbitMQ then gave each worker half of the events.
-        import subprocess
-        import sys
         path = self.useFixture(fixtures.TempDir()).path
         proc = subprocess.Popen(
             [sys.executable, "-c", _FORKED_WORKER, path, "sched"],

@@ -13,7 +13,7 @@
 """The Ironic view's threads: start, restart with backoff, watchdog, fork."""
 import json
 import os
-import select
+import signal
 import threading
 import time
 from unittest import mock
@@ -22,10 +22,22 @@ import fixtures
 
 from nova_drain_filters import ironic_view
 from nova_drain_filters.ironic_view import refresher
+from tests.unit import unpatched
 from tests.unit.ironic_view import helpers
 
 REFRESH = refresher.REFRESH_THREAD
 WATCHDOG = refresher.WATCHDOG_THREAD
+
+
+def _kill_if_alive(pid: int) -> None:
+    """Kill and reap a forked child the test did not see exit."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return  # reaped already
+    if done == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
 
 
 class Die(BaseException):
@@ -268,15 +280,20 @@ class TestFork(ThreadTestCase):
                                       if t is not None and t.is_alive()
                                       and t not in parent],
                           "pid": self.view.refresher._pid == os.getpid()}
-                os.write(write_end, json.dumps(report).encode())
+                unpatched.module("os").write(
+                    write_end, json.dumps(report).encode())
                 status = 0
             finally:
                 os._exit(status)
+        # A child that never reports must not outlive the test: its
+        # stdout is the test runner's.
+        self.addCleanup(_kill_if_alive, pid)
         os.close(write_end)
         self.addCleanup(os.close, read_end)
-        ready, _, _ = select.select([read_end], [], [], 20)
+        ready, _, _ = unpatched.module("select").select(
+            [read_end], [], [], 20)
         self.assertTrue(ready, "the child did not report")
-        report = json.loads(os.read(read_end, 4096))
+        report = json.loads(unpatched.module("os").read(read_end, 4096))
         _, status = os.waitpid(pid, 0)
         self.assertEqual(0, status)
         self.assertEqual({"refreshes": 2, "threads": [REFRESH, WATCHDOG],
