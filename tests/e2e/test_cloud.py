@@ -379,6 +379,18 @@ class CloudTest(WorkersCase):
         # them (new_workers found only the two workers among its children).
         self.reading_alone(pids)
         self.assertEqual(set(), workers.readers(parent))
+        # Each on a queue of its own, and no reader ever found another on
+        # its queue: the fork hooks once closed a worker's new slot lock,
+        # and the next worker read the same queue (issue 41).
+        def listening(pid: int) -> str:
+            return workers.wait_for(f"worker {pid} listening",
+                                    lambda: log.pools(pid) or None,
+                                    timeout=60)[-1]
+        queues = {pid: listening(pid) for pid in pids}
+        self.assertEqual(len(pids), len(set(queues.values())), queues)
+        self.assertFalse([x.msg for x in log.lines()
+                          if x.pid in pids | {parent}
+                          and workers.ANOTHER_READER in x.msg])
         for pid in pids:
             self.assertYields(pid)
         self.cloud.note(f"workers {sorted(pids)} served {len(served)} "

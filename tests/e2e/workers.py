@@ -57,6 +57,11 @@ READY = "Ironic snapshot refreshed"
 REQUEST = "nova-drain-filters: request for instance "
 PREFILTER = "drain_traits_filter forbade traits"
 NO_CANDIDATES = "Got no allocation candidates"  # nova/scheduler/manager.py
+LISTENING = "Listening to Ironic's notifications as pool "
+#: What a reader logs when it finds another consumer on its queue
+#: (``reader_child``): two readers of one queue, each given part of the
+#: events (issue 41).
+ANOTHER_READER = "Another Ironic event reader reads this reader's queue"
 #: oslo.log's default formats: date, time, PID, level, logger, the
 #: request context in brackets, the instance if any, the message.
 LINE = re.compile(r"^\S+ \S+ (?P<pid>\d+) (?P<level>[A-Z]+) \S+ "
@@ -208,6 +213,12 @@ class SchedulerLog:
         return next((line for line in self.lines()
                      if line.pid == pid and line.msg.startswith(REQUEST)),
                     None)
+
+    def pools(self, pid: int) -> list[str]:
+        """The queues ``pid`` said it listens as, in order."""
+        return [line.msg[len(LISTENING):].split(";")[0]
+                for line in self.lines()
+                if line.pid == pid and line.msg.startswith(LISTENING)]
 
     def contains(self, pid: int, text: str) -> bool:
         return any(line.pid == pid and text in line.msg
