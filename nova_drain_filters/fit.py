@@ -16,7 +16,7 @@ Pure functions over plain facts: the room left on every host that may
 take a server (placement's capacity and usage), each server's need, its
 AZ pin and traits, and the anti-affinity groups. Servers are packed one at
 a time in the order ``drain host migrate`` moves them
-(:func:`nova_drain_filters.migration.plan_moves`), each onto the host with
+(:func:`nova_drain_filters.migration.plan.plan_moves`), each onto the host with
 the most free RAM, as Nova's default weigher
 (``nova/scheduler/weights/ram.py`` ``RAMWeigher``) spreads them, so
 servers compete for the same room.
@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 
-from nova_drain_filters import migration as mig
+from nova_drain_filters.migration import plan
 
 #: What the simulation leaves out; the CLI's footer and the docs list it.
 NOT_MODELLED = ("NUMA", "PCI devices", "image properties and image traits",
@@ -109,7 +109,7 @@ class HostRoom:
 class Need:
     """One server of a checked host: how migrate moves it, what it needs."""
 
-    step: mig.Step
+    step: plan.Step
     resources: Mapping[str, int]
     required: frozenset[str] = frozenset()
     forbidden: frozenset[str] = frozenset()
@@ -145,7 +145,7 @@ class Verdict:
 
     @property
     def movable(self) -> bool:
-        return self.need.step.action is not mig.Action.NONE
+        return self.need.step.action is not plan.Action.NONE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -308,11 +308,11 @@ def simulate(needs: Iterable[Need], rooms: Iterable[HostRoom],
     """
     rooms = list(rooms)
     packing = _Packing(rooms, groups, where or {})
-    order = {mig.Action.LIVE: 0, mig.Action.COLD: 1, mig.Action.NONE: 2}
+    order = {plan.Action.LIVE: 0, plan.Action.COLD: 1, plan.Action.NONE: 2}
     verdicts = []
     for need in sorted(needs, key=lambda n: (order[n.step.action],
                                              n.step.host, n.step.name)):
-        if need.step.action is mig.Action.NONE:
+        if need.step.action is plan.Action.NONE:
             verdicts.append(Verdict(need, 0, why=Why.UNMOVABLE))
         else:
             verdicts.append(packing.place(need))

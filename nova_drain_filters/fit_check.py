@@ -19,7 +19,7 @@ and one ``GET /allocation_candidates`` per distinct request shape
 nodes, services, servers, providers, our own exclusions) is the capacity
 report's (:mod:`nova_drain_filters.report`), read once by the caller. The
 decisions are :mod:`nova_drain_filters.fit`'s and
-:mod:`nova_drain_filters.migration`'s; nothing is written.
+:mod:`nova_drain_filters.migration.plan`'s; nothing is written.
 """
 import dataclasses
 from collections.abc import Collection
@@ -29,12 +29,12 @@ from collections.abc import Sequence
 
 from nova_drain_filters import decisions
 from nova_drain_filters import fit
-from nova_drain_filters import migration as mig
-from nova_drain_filters import migration_facts
 from nova_drain_filters.clients import compute
 from nova_drain_filters.clients import placement
 from nova_drain_filters.clients import server_moves
 from nova_drain_filters.clients import server_needs
+from nova_drain_filters.migration import facts
+from nova_drain_filters.migration import plan
 
 #: The zone of a host in no zone's aggregate (Nova's
 #: ``[DEFAULT] default_availability_zone`` default).
@@ -81,7 +81,7 @@ def needs_of(servers: Iterable[server_needs.ServerNeed], host: str,
     """Each server's need, classified exactly as migrate classifies it."""
     found = []
     for s in servers:
-        step = mig.plan_move(mig.ServerFacts(
+        step = plan.plan_move(plan.ServerFacts(
             uuid=s.uuid, name=s.name, host=host, status=s.status,
             task_state=s.task_state, baremetal=s.node in ironic_nodes,
             affinity=affinity.get(s.uuid)))
@@ -188,10 +188,10 @@ def check(clients: Clients, cloud: Cloud,
     servers = {h: clients.needs.servers_on(h) for h in hosts}
     groups = (clients.moves.server_groups()
               if any(servers.values()) else [])
-    affinity = migration_facts.affinity_members(groups)
+    affinity = facts.affinity_members(groups)
     needs = [n for h in hosts for n in needs_of(
         servers[h], h, _ironic_nodes(cloud, h), affinity)]
-    movable = [n for n in needs if n.step.action is not mig.Action.NONE]
+    movable = [n for n in needs if n.step.action is not plan.Action.NONE]
     offered, summaries = ask_placement(clients.placement, movable)
     rooms, host_of = host_rooms(cloud, summaries, set(hosts))
     needs = [_offer(n, offered, host_of) for n in needs]

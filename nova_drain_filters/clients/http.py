@@ -324,19 +324,24 @@ class ServiceClient:
         microversion: str,
         items: Callable[[Any, str], list[T]],
         next_marker: Callable[[Any, list[T]], str | None],
+        cursor: str = "marker",
+        start: str | None = None,
     ) -> Iterator[list[T]]:
-        """GET a ``limit``/``marker`` paginated list, yielding each page.
+        """GET a ``limit``/``marker`` (or offset) paged list, page by page.
 
         ``items(body, url)`` turns one page's body into its items (raising
         ApiError on a malformed one); ``next_marker(body, items)`` is the
         marker of the next page, None when the service links none. An
         empty page ends the list whatever it links. A marker that does not
         advance, or more than ``MAX_PAGES`` pages, is an ApiError: a
-        broken server must not loop us forever.
+        broken server must not loop us forever. A list paged by offset
+        (Nova's server groups) names its ``cursor`` (``offset``) and the
+        first page's ``start`` (``0``); its ``next_marker`` gives the next
+        page's offset.
         """
-        marker: str | None = None
+        marker = start
         for _page in range(MAX_PAGES):
-            query = dict(params, **({"marker": marker} if marker else {}))
+            query = dict(params, **({cursor: marker} if marker else {}))
             url = f"{path}?{parse.urlencode(query)}"
             body = self.get(url, microversion=microversion)
             found = items(body, url)

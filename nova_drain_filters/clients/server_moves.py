@@ -90,6 +90,14 @@ def _record(body: dict[str, Any]) -> MigrationRecord:
         updated_at=stamps.epoch(body.get("updated_at")))
 
 
+def _group(body: dict[str, Any]) -> ServerGroup:
+    return ServerGroup(
+        uuid=body["id"], name=body.get("name") or "",
+        policy=body.get("policy") or "",
+        members=tuple(body.get("members") or ()),
+        max_per_host=_max_per_host(body))
+
+
 def _max_per_host(group: dict[str, Any]) -> int:
     """An anti-affinity group's ``max_server_per_host`` rule, else 1
     (``nova/scheduler/filters/affinity_filter.py``
@@ -179,21 +187,21 @@ class MoveClient(compute.ComputeClient):
         """Every server group of every project, with its members
         (``server_groups.py`` ``index`` pages by limit and offset; the
         server detail list never shows a server's groups)."""
-        found: list[ServerGroup] = []
-        for _ in range(http.MAX_PAGES):
-            query = parse.urlencode({"all_projects": "True", "limit":
-                                     compute.PAGE_SIZE, "offset": len(found)})
-            page = self.get(f"/os-server-groups?{query}",
-                            microversion=MOVE_VERSION)["server_groups"]
-            found += [ServerGroup(
-                uuid=g["id"], name=g.get("name") or "",
-                policy=g.get("policy") or "",
-                members=tuple(g.get("members") or ()),
-                max_per_host=_max_per_host(g)) for g in page]
-            if len(page) < compute.PAGE_SIZE:
-                return found
-        raise http.ApiError(self.service, "GET", "/os-server-groups", 200,
-                            "too many pages")
+        seen = 0
+
+        def groups(body: Any, url: str) -> list[ServerGroup]:
+            return [_group(g) for g in body["server_groups"]]
+
+        def next_offset(body: Any, page: list[ServerGroup]) -> str | None:
+            nonlocal seen
+            seen += len(page)  # a short page is the last
+            return str(seen) if len(page) >= compute.PAGE_SIZE else None
+
+        return [g for page in self.pages(
+            "/os-server-groups", {"all_projects": "True",
+                                  "limit": str(compute.PAGE_SIZE)},
+            microversion=MOVE_VERSION, items=groups, next_marker=next_offset,
+            cursor="offset", start="0") for g in page]
 
     def action_faults(self, uuid: str, actions: tuple[str, ...]
                       ) -> list[str]:

@@ -12,8 +12,8 @@
 
 """``openstack drain host migrate``: move a drained host's servers away.
 
-The decisions are :mod:`nova_drain_filters.migration`'s, the moves are run
-by :mod:`nova_drain_filters.migration_runner`; this module asks, renders
+The decisions are :mod:`nova_drain_filters.migration.plan`'s, the moves are run
+by :mod:`nova_drain_filters.migration.runner`; this module asks, renders
 progress and the table, and says whether every host is done.
 """
 import argparse
@@ -24,9 +24,10 @@ from osc_lib import exceptions
 from nova_drain_filters import drain
 from nova_drain_filters import fit
 from nova_drain_filters import fit_check
-from nova_drain_filters import migration as mig
-from nova_drain_filters import migration_facts as facts
-from nova_drain_filters import migration_runner as runner
+from nova_drain_filters.migration import facts
+from nova_drain_filters.migration import plan
+from nova_drain_filters.migration import runner
+from nova_drain_filters.migration import tracking
 from osc_plugin import client as osc_client
 from osc_plugin.v1 import check
 from osc_plugin.v1 import common
@@ -47,30 +48,30 @@ LIMITS = {"concurrency": (1, 1000), "timeout": (1, 7 * 86400),
 WHY, RESULT = results.STAYS, results.MIGRATED
 
 
-def why_text(step: mig.Step) -> str:
+def why_text(step: plan.Step) -> str:
     text = WHY[step.why] if step.why else ""
     return f"{text}: {step.detail}" if step.detail else text
 
 
-def move_row(move: runner.Move) -> tuple[str, ...]:
-    step, outcome = move.step, move.outcome or mig.Outcome.PLANNED
+def move_row(move: tracking.Move) -> tuple[str, ...]:
+    step, outcome = move.step, move.outcome or plan.Outcome.PLANNED
     return (step.host, step.server, step.name, step.action.value,
             RESULT[outcome], move.destination, move.detail)
 
 
-def stay_row(step: mig.Step, result: str = RESULT[mig.Outcome.UNMOVABLE]
+def stay_row(step: plan.Step, result: str = RESULT[plan.Outcome.UNMOVABLE]
              ) -> tuple[str, ...]:
     return (step.host, step.server, step.name, step.action.value, result,
             "", why_text(step))
 
 
-def plan_line(move: runner.Move) -> str:
+def plan_line(move: tracking.Move) -> str:
     step, record = move.step, move.record
     what = f"{step.host}: {step.name or '-'} ({step.server}): "
     if record is not None:
         return what + (f"pick up its {record.migration_type} "
                        f"({record.status}), posting nothing")
-    if step.action is mig.Action.LIVE:
+    if step.action is plan.Action.LIVE:
         return what + "live-migrate, the scheduler picks the host"
     return what + "cold-migrate, the scheduler picks the host; then confirm"
 
@@ -98,10 +99,10 @@ class Progress:
         self.counts: dict[str, int] = {}
         self.tty = stderr.isatty()
 
-    def __call__(self, event: runner.Event, move: runner.Move,
+    def __call__(self, event: tracking.Event, move: tracking.Move,
                  detail: str) -> None:
         step = move.step
-        verb = {runner.Event.STARTED: f"started {step.action.value} "
+        verb = {tracking.Event.STARTED: f"started {step.action.value} "
                                       "migration"}.get(event, event.value)
         line = (f"migrate: {step.host}: {step.name or '-'} ({step.server}): "
                 f"{verb}" + (f" ({detail})" if detail else ""))
@@ -122,7 +123,7 @@ class Progress:
             self.stderr.write("\n")
 
 
-class MigrateHost(planned.PlannedChange[runner.Move]):
+class MigrateHost(planned.PlannedChange[tracking.Move]):
     """Move every server off drained hosts through Nova's scheduler.
 
     Each host must be drained ('openstack drain host start') first, so no
@@ -167,9 +168,9 @@ class MigrateHost(planned.PlannedChange[runner.Move]):
         return parser
 
     def make_plan(self, parsed_args: argparse.Namespace
-                  ) -> planned.Plan[runner.Move]:
-        self.options = runner.Options(**{n: _count(parsed_args, n)
-                                         for n in DEFAULTS})
+                  ) -> planned.Plan[tracking.Move]:
+        self.options = tracking.Options(**{n: _count(parsed_args, n)
+                                           for n in DEFAULTS})
         self.hosts = common.unique(parsed_args.hosts)
         client = self.client
         with common.api_errors():
@@ -216,10 +217,10 @@ class MigrateHost(planned.PlannedChange[runner.Move]):
             raise exceptions.CommandError(refusal)
         return [f"a run without --dry-run would stop: {refusal}"]
 
-    def step_row(self, step: runner.Move, result: str) -> planned.Row:
+    def step_row(self, step: tracking.Move, result: str) -> planned.Row:
         return move_row(step)[:4] + (result, "", why_text(step.step))
 
-    def run_steps(self, steps: list[runner.Move],
+    def run_steps(self, steps: list[tracking.Move],
                   parsed_args: argparse.Namespace) -> planned.Ran:
         progress = Progress(self.app.stderr, len(steps))
         with common.api_errors():
@@ -265,11 +266,11 @@ class MigrateHost(planned.PlannedChange[runner.Move]):
         extra: list[tuple[str, ...]] = []
         for host in hosts:
             load = facts.load(client.moves, host)
-            if not mig.host_done(load):
+            if not plan.host_done(load):
                 self.failures.append(
                     f"{host}: not done: {len(load.servers)} server(s) on it, "
                     f"{len(load.unfinished)} migration(s) unfinished")
-            extra += [(host, s, "", mig.Action.NONE.value, "not planned", "",
+            extra += [(host, s, "", plan.Action.NONE.value, "not planned", "",
                        "on the host after the plan was made")
                       for s in load.servers if s not in named]
         return extra

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 
 from nova_drain_filters import drain
 from nova_drain_filters import fit
-from nova_drain_filters import migration
 from nova_drain_filters import orphan_clear
 from nova_drain_filters import stale
+from nova_drain_filters.migration import plan
 
 #: The Result of a step not carried out: with --dry-run, and otherwise
 #: (the operator said no, or the plan was refused).
@@ -98,16 +98,16 @@ def synced(dry_run: bool, error: str | None = None) -> str:
 
 #: ``drain host migrate``: why a server stays.
 STAYS = {
-    migration.Why.BAREMETAL: "a baremetal (Ironic) server: Nova cannot migrate it",
-    migration.Why.SUSPENDED: "SUSPENDED: Nova migrates no suspended server",
-    migration.Why.ERROR: "ERROR: fix or rebuild it first",
-    migration.Why.RESCUED: "RESCUE: unrescue it first",
-    migration.Why.SHELVED: "SHELVED: it is not on a host to move from",
-    migration.Why.FOREIGN_RESIZE: "VERIFY_RESIZE from someone else's resize: "
+    plan.Why.BAREMETAL: "a baremetal (Ironic) server: Nova cannot migrate it",
+    plan.Why.SUSPENDED: "SUSPENDED: Nova migrates no suspended server",
+    plan.Why.ERROR: "ERROR: fix or rebuild it first",
+    plan.Why.RESCUED: "RESCUE: unrescue it first",
+    plan.Why.SHELVED: "SHELVED: it is not on a host to move from",
+    plan.Why.FOREIGN_RESIZE: "VERIFY_RESIZE from someone else's resize: "
                             "never confirmed for them",
-    migration.Why.TASK: "a task is in progress",
-    migration.Why.AFFINITY: "in affinity group",
-    migration.Why.STATE: "Nova cannot migrate a server in this state",
+    plan.Why.TASK: "a task is in progress",
+    plan.Why.AFFINITY: "in affinity group",
+    plan.Why.STATE: "Nova cannot migrate a server in this state",
 }
 #: ``drain host check``: why a server has nowhere to go.
 NOWHERE = {
@@ -122,9 +122,9 @@ NOWHERE = {
 }
 #: ``drain host migrate``: how the move of a server ended.
 MIGRATED = {
-    migration.Outcome.MOVED: "moved", migration.Outcome.FAILED: "failed",
-    migration.Outcome.TIMED_OUT: "timed out, aborted",
-    migration.Outcome.UNMOVABLE: "unmovable", migration.Outcome.PLANNED: "planned",
-    migration.Outcome.NOT_STARTED: "not started", migration.Outcome.ABORTED: "aborted",
-    migration.Outcome.IN_FLIGHT: "in flight",
+    plan.Outcome.MOVED: "moved", plan.Outcome.FAILED: "failed",
+    plan.Outcome.TIMED_OUT: "timed out, aborted",
+    plan.Outcome.UNMOVABLE: "unmovable", plan.Outcome.PLANNED: "planned",
+    plan.Outcome.NOT_STARTED: "not started", plan.Outcome.ABORTED: "aborted",
+    plan.Outcome.IN_FLIGHT: "in flight",
 }

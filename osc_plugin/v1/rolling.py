@@ -30,9 +30,10 @@ from osc_lib import exceptions
 
 from nova_drain_filters import drain
 from nova_drain_filters import fit_check
-from nova_drain_filters import migration as mig
-from nova_drain_filters import migration_facts as facts
-from nova_drain_filters import migration_runner
+from nova_drain_filters.migration import facts
+from nova_drain_filters.migration import plan
+from nova_drain_filters.migration import runner as migration_runner
+from nova_drain_filters.migration import tracking
 from nova_drain_filters.rolling import journal
 from nova_drain_filters.rolling import runner
 from nova_drain_filters.rolling import schedule
@@ -61,7 +62,7 @@ class CloudAdapter:
     and check engines."""
 
     def __init__(self, client: drain_client.DrainClient,
-                 options: migration_runner.Options, stderr: Any) -> None:
+                 options: tracking.Options, stderr: Any) -> None:
         self.client, self.options, self.stderr = client, options, stderr
         self._ironic: bool | None = None
 
@@ -97,7 +98,7 @@ class CloudAdapter:
         why: dict[str, str] = {}
         for host in hosts:
             load = facts.load(self.client.moves, host)
-            if not mig.host_done(load):
+            if not plan.host_done(load):
                 stays = [s for g in gathered if g.host == host
                          for s in g.unmovable]
                 why[host] = (
@@ -276,7 +277,7 @@ class RollHosts(planned.PlannedChange[HostStep]):
             command=parsed_args.run, reason=parsed_args.reason,
             hook_timeout=parsed_args.hook_timeout,
             wait_up=parsed_args.wait_up)
-        self.moves = migration_runner.Options(
+        self.moves = tracking.Options(
             concurrency=parsed_args.concurrency,
             timeout=migrate.DEFAULTS["timeout"],
             server_timeout=parsed_args.server_timeout,

@@ -21,8 +21,8 @@ from typing import Any
 import fixtures
 from nova import objects
 
-from nova_drain_filters import migration_runner
 from nova_drain_filters.clients import server_moves
+from nova_drain_filters.migration import runner
 from tests.functional import migrate_base
 from tests.functional.migrate_base import OVER
 
@@ -321,7 +321,7 @@ class InterruptTest(migrate_base.MigrateTestBase):
     def test_ctrl_c_aborts_what_it_started(self) -> None:
         server = self.boot_on("host1")
         self.start_drain("host1")
-        poll = migration_runner.Runner.poll
+        poll = runner.Runner.poll
 
         def poll_then_ctrl_c(run: Any, since: str) -> None:
             poll(run, since)
@@ -330,7 +330,7 @@ class InterruptTest(migrate_base.MigrateTestBase):
                 raise KeyboardInterrupt
 
         with fixtures.MonkeyPatch(
-                "nova_drain_filters.migration_runner.Runner.poll",
+                "nova_drain_filters.migration.runner.Runner.poll",
                 poll_then_ctrl_c):
             run = self.cli("drain", "host", "migrate", "host1", "--yes")
         self.assertEqual(130, run.rc, run)

@@ -16,8 +16,8 @@ from typing import Any
 import testtools
 
 from nova_drain_filters import fit
-from nova_drain_filters import migration as mig
 from nova_drain_filters.fit import Why
+from nova_drain_filters.migration import plan
 
 
 def room(host: str, vcpu: int = 8, ram: int = 8192, used_vcpu: int = 0,
@@ -27,8 +27,8 @@ def room(host: str, vcpu: int = 8, ram: int = 8192, used_vcpu: int = 0,
 
 
 def need(server: str, vcpu: int = 1, ram: int = 1024, host: str = "src",
-         action: mig.Action = mig.Action.LIVE, **kw: Any) -> fit.Need:
-    return fit.Need(mig.Step(host, server, server, action),
+         action: plan.Action = plan.Action.LIVE, **kw: Any) -> fit.Need:
+    return fit.Need(plan.Step(host, server, server, action),
                     {"VCPU": vcpu, "MEMORY_MB": ram}, **kw)
 
 
@@ -80,15 +80,15 @@ class TestPacking(testtools.TestCase):
                          verdict.detail)
 
     def test_migrate_order_live_before_cold(self) -> None:
-        cold = need("a-cold", ram=6000, action=mig.Action.COLD)
+        cold = need("a-cold", ram=6000, action=plan.Action.COLD)
         live = need("z-live", ram=6000)
         result = fit.simulate([cold, live], [room("h1")])
         self.assertEqual({"z-live": ("h1", None),
                           "a-cold": ("", Why.NO_ROOM)}, placed(result))
 
     def test_unmovable_is_not_packed(self) -> None:
-        stays = fit.Need(mig.Step("src", "s", "s", mig.Action.NONE,
-                                  mig.Why.AFFINITY, "g (1 other member(s))"),
+        stays = fit.Need(plan.Step("src", "s", "s", plan.Action.NONE,
+                                   plan.Why.AFFINITY, "g (1 other member(s))"),
                          {"MEMORY_MB": 1024})
         result = fit.simulate([stays], [room("h1")])
         self.assertEqual({"s": ("", Why.UNMOVABLE)}, placed(result))

@@ -32,7 +32,7 @@ from typing import Any
 
 import fixtures
 
-from nova_drain_filters import migration as mig
+from nova_drain_filters.migration import plan
 
 
 def since(run: Any) -> str:
@@ -66,7 +66,7 @@ def poll(run: Any, since: str) -> None:
 
 
 def learn(run: Any, move: Any, record: Any) -> None:
-    if (move.started_here and record.status == mig.ARRIVES[
+    if (move.started_here and record.status == plan.ARRIVES[
             move.step.action] and record.created_at is not None
             and record.updated_at is not None):
         run.durations[move.step.action].append(
@@ -78,7 +78,7 @@ def legacy_runner(timeline: Any) -> Iterator[None]:
     """The runner's old ``since``, ``busy`` and ``learn`` within, and the
     bench's timed poll calling the old ``poll``."""
     patches = [fixtures.MonkeyPatch(
-        f"nova_drain_filters.migration_runner.Runner.{name}", new)
+        f"nova_drain_filters.migration.runner.Runner.{name}", new)
         for name, new in (("since", since), ("busy", busy),
                           ("learn", learn))]
     for patch in patches:

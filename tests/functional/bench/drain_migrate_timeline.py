@@ -22,8 +22,8 @@ from typing import Any
 
 import fixtures
 
-from nova_drain_filters import migration as mig
-from nova_drain_filters import migration_runner as runner
+from nova_drain_filters.migration import plan
+from nova_drain_filters.migration import runner
 from tests.functional import migration_fakes
 
 
@@ -67,7 +67,7 @@ class Timeline:
         def timed_finish(run: Any, move: Any, outcome: Any, *a: Any,
                          **kw: Any) -> None:
             at = time.time()
-            if outcome is mig.Outcome.MOVED:
+            if outcome is plan.Outcome.MOVED:
                 self.noticed[move.step.server] = at
                 self.poll_began[move.step.server] = self._polling
             self.finishes.append(at)
@@ -97,7 +97,7 @@ class Timeline:
                           ("Runner.finish", timed_finish),
                           ("Runner.poll", timed_poll)):
             case.useFixture(fixtures.MonkeyPatch(
-                "nova_drain_filters.migration_runner." + name, new))
+                "nova_drain_filters.migration.runner." + name, new))
         case.useFixture(fixtures.MonkeyPatch(
             "tests.functional.migration_fakes.HeldLiveMigrationDriver."
             "live_migration", timed_migrate))

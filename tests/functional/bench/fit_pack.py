@@ -34,7 +34,7 @@ import sys
 import time
 
 from nova_drain_filters import fit
-from nova_drain_filters import migration as mig
+from nova_drain_filters.migration import plan
 
 EVENTLET = False
 
@@ -51,8 +51,8 @@ def build(hosts: int, servers: int, seed: int
     for i in range(servers):
         ram = 1024 * rng.randint(1, 8)
         needs.append(fit.Need(
-            mig.Step(f"old-{i % 20:02d}", f"srv-{i:06d}", f"s{i:06d}",
-                     mig.Action.LIVE),
+            plan.Step(f"old-{i % 20:02d}", f"srv-{i:06d}", f"s{i:06d}",
+                      plan.Action.LIVE),
             {"VCPU": rng.randint(1, 8), "MEMORY_MB": ram},
             frozenset({"CUSTOM_GOLD"}) if i % 20 == 0 else frozenset(),
             az="az2" if i % 20 == 1 else None))

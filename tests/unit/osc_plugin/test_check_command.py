@@ -17,8 +17,8 @@ import fixtures
 from osc_lib import exceptions
 
 from nova_drain_filters import fit
-from nova_drain_filters import migration as mig
 from nova_drain_filters.clients import compute
+from nova_drain_filters.migration import plan
 from osc_plugin.v1 import check
 from tests.unit import ironic_fakes
 from tests.unit.osc_plugin import fakes
@@ -28,10 +28,10 @@ AGGS = [compute.Aggregate(1, "rack1", ("c1", "c2"), "az1"),
 
 
 def verdict(server: str, dest: str = "", why: fit.Why | None = None,
-            detail: str = "", action: mig.Action = mig.Action.LIVE,
-            stays: mig.Why | None = None) -> fit.Verdict:
-    step = mig.Step("c1", server, "n-" + server, action, stays,
-                    "g (1 other member(s))" if stays else "")
+            detail: str = "", action: plan.Action = plan.Action.LIVE,
+            stays: plan.Why | None = None) -> fit.Verdict:
+    step = plan.Step("c1", server, "n-" + server, action, stays,
+                     "g (1 other member(s))" if stays else "")
     return fit.Verdict(fit.Need(step, {"MEMORY_MB": 512}),
                        2 if dest else 0, dest, why, detail)
 
@@ -49,8 +49,8 @@ class TestCheck(fakes.CommandTestCase):
 
     def test_rows_and_exit_0_when_all_fit(self) -> None:
         self.simulate(verdict("a", "c3"), verdict(
-            "b", why=fit.Why.UNMOVABLE, action=mig.Action.NONE,
-            stays=mig.Why.AFFINITY))
+            "b", why=fit.Why.UNMOVABLE, action=plan.Action.NONE,
+            stays=plan.Why.AFFINITY))
         columns, rows = self.take(mock.Mock(), "c1")
         self.assertEqual(check.COLUMNS, columns)
         self.assertEqual(

@@ -17,15 +17,15 @@ from osc_lib import exceptions
 
 from nova_drain_filters import decisions
 from nova_drain_filters import drain
-from nova_drain_filters import migration as mig
-from nova_drain_filters import migration_runner as runner
 from nova_drain_filters.clients import server_moves
+from nova_drain_filters.migration import plan
+from nova_drain_filters.migration import tracking
 from osc_plugin.v1 import migrate
 from tests.unit.osc_plugin import fakes
 
 
-def step(action: mig.Action = mig.Action.LIVE, **kw: object) -> mig.Step:
-    return mig.Step("h1", "s1", "web", action, **kw)  # type: ignore[arg-type]
+def step(action: plan.Action = plan.Action.LIVE, **kw: object) -> plan.Step:
+    return plan.Step("h1", "s1", "web", action, **kw)  # type: ignore[arg-type]
 
 
 class TestParser(fakes.CommandTestCase):
@@ -78,42 +78,42 @@ class TestRows(fakes.CommandTestCase):
                           "Destination", "Detail"), migrate.COLUMNS)
 
     def test_move_and_stay_rows(self) -> None:
-        move = runner.Move(step(), outcome=mig.Outcome.MOVED,
-                           destination="h3")
+        move = tracking.Move(step(), outcome=plan.Outcome.MOVED,
+                             destination="h3")
         self.assertEqual(("h1", "s1", "web", "live", "moved", "h3", ""),
                          migrate.move_row(move))
-        failed = runner.Move(step(mig.Action.COLD),
-                             outcome=mig.Outcome.TIMED_OUT, detail="x")
+        failed = tracking.Move(step(plan.Action.COLD),
+                               outcome=plan.Outcome.TIMED_OUT, detail="x")
         self.assertEqual("timed out, aborted", migrate.move_row(failed)[4])
-        stays = step(mig.Action.NONE, why=mig.Why.TASK, detail="rebooting")
+        stays = step(plan.Action.NONE, why=plan.Why.TASK, detail="rebooting")
         self.assertEqual(("h1", "s1", "web", "unmovable", "unmovable", "",
                           "a task is in progress: rebooting"),
                          migrate.stay_row(stays))
 
     def test_every_reason_and_outcome_has_words(self) -> None:
-        self.assertEqual(set(mig.Why), set(migrate.WHY))
-        self.assertEqual(set(mig.Outcome), set(migrate.RESULT))
+        self.assertEqual(set(plan.Why), set(migrate.WHY))
+        self.assertEqual(set(plan.Outcome), set(migrate.RESULT))
 
     def test_plan_lines(self) -> None:
-        self.assertIn("live-migrate", migrate.plan_line(runner.Move(step())))
-        self.assertIn("then confirm", migrate.plan_line(runner.Move(
-            step(mig.Action.COLD))))
+        self.assertIn("live-migrate", migrate.plan_line(tracking.Move(step())))
+        self.assertIn("then confirm", migrate.plan_line(tracking.Move(
+            step(plan.Action.COLD))))
         record = server_moves.MigrationRecord(7, "m", "s1", "running",
                                               "live-migration", "h1", "h2")
         self.assertIn("pick up its live-migration (running), posting nothing",
-                      migrate.plan_line(runner.Move(step(), record=record)))
+                      migrate.plan_line(tracking.Move(step(), record=record)))
 
 
 class TestProgress(fakes.CommandTestCase):
     def test_lines_and_counts(self) -> None:
         plain = fakes.Stream()
-        migrate.Progress(plain, 2)(runner.Event.STARTED,
-                                   runner.Move(step()), "attempt 1")
+        migrate.Progress(plain, 2)(tracking.Event.STARTED,
+                                   tracking.Move(step()), "attempt 1")
         self.assertEqual("migrate: h1: web (s1): started live migration "
                          "(attempt 1)\n", plain.getvalue())
         tty = fakes.Stream(tty=True)
         progress = migrate.Progress(tty, 2)
-        progress(runner.Event.COMPLETED, runner.Move(step()), "h2")
+        progress(tracking.Event.COMPLETED, tracking.Move(step()), "h2")
         self.assertIn("migrate: 1/2 over, 1 completed", tty.getvalue())
         progress.close()
         self.assertTrue(tty.getvalue().endswith("completed\n"))

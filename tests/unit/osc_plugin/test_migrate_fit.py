@@ -18,14 +18,14 @@ import fixtures
 from osc_lib import exceptions
 
 from nova_drain_filters import fit
-from nova_drain_filters import migration as mig
+from nova_drain_filters.migration import plan
 from osc_plugin.v1 import migrate
 from tests.unit.osc_plugin import fakes
 
-HOMELESS = fit.Verdict(fit.Need(mig.Step("h1", "s1", "web", mig.Action.LIVE),
+HOMELESS = fit.Verdict(fit.Need(plan.Step("h1", "s1", "web", plan.Action.LIVE),
                                 {"VCPU": 64}), 0, why=fit.Why.TOO_BIG,
                        detail="VCPU: needs 64, at most 16 on any host")
-FITS = fit.Verdict(fit.Need(mig.Step("h1", "s2", "db", mig.Action.COLD),
+FITS = fit.Verdict(fit.Need(plan.Step("h1", "s2", "db", plan.Action.COLD),
                             {"VCPU": 1}), 3, destination="h2")
 
 

@@ -12,15 +12,15 @@
 
 """One server's move as ``drain host migrate``'s runner tracks it, and its events.
 
-The runner (:mod:`nova_drain_filters.migration_runner`) fills these in and
-re-exports them; the CLI renders the events and the outcomes.
+The runner (:mod:`nova_drain_filters.migration.runner`) fills these in;
+the CLI renders the events and the outcomes.
 """
 import dataclasses
 import enum
 from collections.abc import Callable
 
-from nova_drain_filters import migration as mig
 from nova_drain_filters.clients import server_moves
+from nova_drain_filters.migration import plan
 
 MAX_DETAIL = 200
 
@@ -51,7 +51,7 @@ class Options:
 class Move:
     """One server being moved, as far as this run knows."""
 
-    step: mig.Step
+    step: plan.Step
     #: Migration ids of the server seen before this attempt's POST.
     known: set[int] = dataclasses.field(default_factory=set)
     record: server_moves.MigrationRecord | None = None
@@ -64,7 +64,7 @@ class Move:
     aborted: bool = False
     confirm_sent: bool = False
     not_before: float = 0.0
-    outcome: mig.Outcome | None = None
+    outcome: plan.Outcome | None = None
     destination: str = ""
     detail: str = ""
 

@@ -13,7 +13,7 @@
 """Moving a drained host's servers away: how each moves, and when it is done.
 
 Pure functions over plain facts, after Nova's own rules; the runner
-(:mod:`nova_drain_filters.migration_runner`) gathers the facts and acts.
+(:mod:`nova_drain_filters.migration.runner`) gathers the facts and acts.
 Nothing is kept between runs: a rerun reads Nova's migration records and
 picks up what is still in flight.
 """

@@ -15,11 +15,11 @@ from typing import Any
 
 import testtools
 
-from nova_drain_filters import migration as mig
-from nova_drain_filters import migration_facts as facts
 from nova_drain_filters.clients.server_moves import MigrationRecord
 from nova_drain_filters.clients.server_moves import ServerGroup
 from nova_drain_filters.clients.server_moves import ServerState
+from nova_drain_filters.migration import facts
+from nova_drain_filters.migration import plan
 
 
 def state(uuid: str, status: str = "ACTIVE", host: str = "h1",
@@ -75,15 +75,15 @@ class TestGather(testtools.TestCase):
         self.assertEqual({"a", "b", "c", "z"}, set(moves))
         self.assertEqual({1}, moves["a"].known)
         self.assertIsNone(moves["a"].record)
-        self.assertEqual(("running", mig.Action.LIVE),
+        self.assertEqual(("running", plan.Action.LIVE),
                          (moves["c"].record.status, moves["c"].step.action))
-        self.assertEqual(("finished", mig.Action.COLD, "name-z"),
+        self.assertEqual(("finished", plan.Action.COLD, "name-z"),
                          (moves["z"].record.status, moves["z"].step.action,
                           moves["z"].step.name))
-        self.assertEqual(mig.Action.COLD, moves["b"].step.action)
-        self.assertEqual({"d": mig.Why.SUSPENDED, "e": mig.Why.BAREMETAL,
-                          "f": mig.Why.AFFINITY, "g": mig.Why.AFFINITY,
-                          "r": mig.Why.FOREIGN_RESIZE},
+        self.assertEqual(plan.Action.COLD, moves["b"].step.action)
+        self.assertEqual({"d": plan.Why.SUSPENDED, "e": plan.Why.BAREMETAL,
+                          "f": plan.Why.AFFINITY, "g": plan.Why.AFFINITY,
+                          "r": plan.Why.FOREIGN_RESIZE},
                          {s.server: s.why for s in found.unmovable})
 
     def test_load_counts_a_finished_migration(self) -> None:
@@ -91,4 +91,4 @@ class TestGather(testtools.TestCase):
                                 record(2, "b", "completed")])
         load = facts.load(client, "h1")  # type: ignore[arg-type]
         self.assertEqual(((), ("m1",)), (load.servers, load.unfinished))
-        self.assertFalse(mig.host_done(load))
+        self.assertFalse(plan.host_done(load))

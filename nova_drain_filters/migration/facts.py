@@ -15,15 +15,16 @@
 Requests per host: its servers (pages of 1,000), its migration records
 (pages), one read per server group its servers are in, and one read per
 server a rerun finds mid-move elsewhere (a cold migration awaiting its
-confirm). The decisions are :mod:`nova_drain_filters.migration`'s.
+confirm). The decisions are :mod:`nova_drain_filters.migration.plan`'s.
 """
 import dataclasses
 from collections.abc import Collection
 from collections.abc import Iterable
 
-from nova_drain_filters import migration as mig
-from nova_drain_filters import migration_runner as runner
 from nova_drain_filters.clients import server_moves
+from nova_drain_filters.migration import plan
+from nova_drain_filters.migration import runner
+from nova_drain_filters.migration import tracking
 
 
 @dataclasses.dataclass
@@ -32,8 +33,8 @@ class HostMoves:
     of the servers that stay."""
 
     host: str
-    moves: list[runner.Move]
-    unmovable: list[mig.Step]
+    moves: list[tracking.Move]
+    unmovable: list[plan.Step]
 
 
 def _affinity(client: server_moves.MoveClient
@@ -68,7 +69,7 @@ def gather(client: server_moves.MoveClient, host: str,
     resumed: dict[str, server_moves.MigrationRecord] = {}
     for record in sorted(records, key=lambda r: r.id):
         known.setdefault(record.instance_uuid, set()).add(record.id)
-        if (record.status not in mig.FINAL and record.source_compute == host
+        if (record.status not in plan.FINAL and record.source_compute == host
                 and record.migration_type in runner.TYPES):
             resumed[record.instance_uuid] = record
     affinity = _affinity(client) if servers else {}
@@ -76,27 +77,27 @@ def gather(client: server_moves.MoveClient, host: str,
     on_host = {s.uuid: s for s in servers}
     for uuid, record in resumed.items():
         server = on_host.pop(uuid, None) or client.server_state(uuid)
-        step = mig.Step(host, uuid, server.name if server else "",
-                        runner.TYPES[record.migration_type])
-        moves.append(runner.Move(step, known=known[uuid] - {record.id},
-                                 record=record))
-    for step in mig.plan_moves(mig.ServerFacts(
+        step = plan.Step(host, uuid, server.name if server else "",
+                         runner.TYPES[record.migration_type])
+        moves.append(tracking.Move(step, known=known[uuid] - {record.id},
+                                   record=record))
+    for step in plan.plan_moves(plan.ServerFacts(
             uuid=s.uuid, name=s.name, host=host, status=s.status,
             task_state=s.task_state, baremetal=s.node in ironic_nodes,
             affinity=affinity.get(s.uuid)) for s in on_host.values()):
-        if step.action is mig.Action.NONE:
+        if step.action is plan.Action.NONE:
             unmovable.append(step)
         else:
-            moves.append(runner.Move(step, known=known.get(step.server,
-                                                           set())))
+            moves.append(tracking.Move(step, known=known.get(step.server,
+                                                             set())))
     return HostMoves(host, moves, unmovable)
 
 
-def load(client: server_moves.MoveClient, host: str) -> mig.HostLoad:
+def load(client: server_moves.MoveClient, host: str) -> plan.HostLoad:
     """What is left on ``host`` after a run: its servers, and migrations
     from or to it that are not over."""
     servers = tuple(s.uuid for s in client.servers_on(host))
     unfinished = tuple(
         r.uuid for r in client.migration_records(host=host)
-        if r.status not in mig.FINAL)
-    return mig.HostLoad(host, servers, unfinished)
+        if r.status not in plan.FINAL)
+    return plan.HostLoad(host, servers, unfinished)

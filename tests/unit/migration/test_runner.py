@@ -18,11 +18,12 @@ from typing import Any
 import fixtures
 import testtools
 
-from nova_drain_filters import migration as mig
-from nova_drain_filters import migration_runner as runner
 from nova_drain_filters.clients import http
 from nova_drain_filters.clients import server_moves
-from nova_drain_filters.migration import Outcome
+from nova_drain_filters.migration import plan
+from nova_drain_filters.migration import runner
+from nova_drain_filters.migration import tracking
+from nova_drain_filters.migration.plan import Outcome
 
 #: Statuses a record goes through, one per poll, by fate.
 LIVE_OK = ("queued", "running", "running", "completed")
@@ -90,7 +91,7 @@ class FakeNova:
                 if not self.called("confirm_resize"):
                     continue
                 path = ["confirmed"]
-            if record.status in mig.FINAL or not path:
+            if record.status in plan.FINAL or not path:
                 continue
             status = path.pop(0)
             self.records[i] = server_moves.MigrationRecord(**{
@@ -105,7 +106,7 @@ class FakeNova:
                           task_state=None)
             elif status in ("error", "cancelled"):
                 self._set(uuid, task_state=None)
-        self.flying_seen.append(sum(r.status not in mig.FINAL
+        self.flying_seen.append(sum(r.status not in plan.FINAL
                                     for r in self.records))
 
     def migration_records(self, host: str | None = None,
@@ -167,13 +168,13 @@ class WindowedNova(FakeNova):
 class RunnerCase(testtools.TestCase):
     def run_moves(self, fates: dict[str, str], concurrency: int = 2,
                   timeout: float = 600, server_timeout: float = 30,
-                  retries: int = 1, moves: list[runner.Move] | None = None,
-                  stamped: bool = False) -> dict[str, runner.Move]:
+                  retries: int = 1, moves: list[tracking.Move] | None = None,
+                  stamped: bool = False) -> dict[str, tracking.Move]:
         self.nova = FakeNova(fates)
         self.now = [0.0]
         if stamped:
             self.nova.clock = lambda: self.now[0]
-        self.events: list[tuple[runner.Event, str, str]] = []
+        self.events: list[tuple[tracking.Event, str, str]] = []
         self.woke: list[float] = []
 
         def sleep(seconds: float) -> None:
@@ -181,12 +182,12 @@ class RunnerCase(testtools.TestCase):
             self.now[0] += max(seconds, 0.01)
             self.woke.append(self.now[0])
 
-        todo = moves if moves is not None else [runner.Move(mig.Step(
-            "h1", u, u, mig.Action.COLD if f.startswith("cold")
-            else mig.Action.LIVE)) for u, f in fates.items()]
+        todo = moves if moves is not None else [tracking.Move(plan.Step(
+            "h1", u, u, plan.Action.COLD if f.startswith("cold")
+            else plan.Action.LIVE)) for u, f in fates.items()]
         done = runner.Runner(
-            self.nova, runner.Options(concurrency, timeout, server_timeout,
-                                      retries),  # type: ignore[arg-type]
+            self.nova, tracking.Options(concurrency, timeout, server_timeout,
+                                        retries),  # type: ignore[arg-type]
             lambda e, m, d: self.events.append((e, m.step.server, d)),
             clock=lambda: self.now[0], sleep=sleep).run(todo)
         return {m.step.server: m for m in done}
@@ -203,7 +204,7 @@ class RunnerCase(testtools.TestCase):
     def test_requests_per_server_are_bounded(self) -> None:
         self.run_moves({f"s{i}": "ok" for i in range(20)}, concurrency=4)
         self.assertLess(self.nova.requests / 20, 8)
-        self.assertIn((runner.Event.RUNNING, "s0", "memory remaining 3 MiB"),
+        self.assertIn((tracking.Event.RUNNING, "s0", "memory remaining 3 MiB"),
                       self.events)
 
     def test_looks_when_the_next_move_should_arrive(self) -> None:
@@ -218,7 +219,7 @@ class RunnerCase(testtools.TestCase):
         # middle (posted when its record was made, in this fake).
         missed = max(w for w in self.woke if w < first.updated_at - 1e-9)
         took = (missed + first.updated_at) / 2 - first.created_at
-        self.assertLess(first.updated_at - missed, mig.STAMP_RESOLUTION)
+        self.assertLess(first.updated_at - missed, plan.STAMP_RESOLUTION)
         # Once s1 runs, the next look is when it should arrive, learned
         # from s0.
         arrival = second.created_at + took
@@ -232,27 +233,27 @@ class RunnerCase(testtools.TestCase):
         nova = UnstampedNova({"s": "ok"})
         now = [0.0]
         done = runner.Runner(
-            nova, runner.Options(1, 60, 2, 0),  # type: ignore[arg-type]
+            nova, tracking.Options(1, 60, 2, 0),  # type: ignore[arg-type]
             lambda e, m, d: None, clock=lambda: now[0],
             sleep=lambda s: now.__setitem__(0, now[0] + max(s, 0.01)),
-        ).run([runner.Move(mig.Step("h1", "s", "s", mig.Action.LIVE))])
+        ).run([tracking.Move(plan.Step("h1", "s", "s", plan.Action.LIVE))])
         self.assertIn(None, nova.called("migration_records"))
         self.assertNotIn("no migration record", done[0].detail)
 
     def test_polls_ask_only_since_the_oldest_flying_change(self) -> None:
         # Nova's clock is ours here; a margin of 2 s instead of a minute.
         self.useFixture(fixtures.MonkeyPatch(
-            "nova_drain_filters.migration.CLOCK_SKEW", 2.0))
+            "nova_drain_filters.migration.plan.CLOCK_SKEW", 2.0))
         nova = WindowedNova({f"s{i}": "ok" for i in range(12)})
         nova.answers = []
         now = [time.time()]
         nova.clock = lambda: now[0]
         done = runner.Runner(
-            nova, runner.Options(2, 600, 30, 0),  # type: ignore[arg-type]
+            nova, tracking.Options(2, 600, 30, 0),  # type: ignore[arg-type]
             lambda e, m, d: None, clock=lambda: now[0],
             sleep=lambda s: now.__setitem__(0, now[0] + max(s, 0.5)),
-            wall=lambda: now[0]).run([runner.Move(mig.Step(
-                "h1", f"s{i}", "", mig.Action.LIVE)) for i in range(12)])
+            wall=lambda: now[0]).run([tracking.Move(plan.Step(
+                "h1", f"s{i}", "", plan.Action.LIVE)) for i in range(12)])
         self.assertEqual([Outcome.MOVED] * 12, [m.outcome for m in done])
         # Every change was seen, yet no answer held every record: the
         # window follows the moves in flight.
@@ -278,7 +279,7 @@ class RunnerCase(testtools.TestCase):
         self.assertEqual(3, len(self.nova.called("live_migrate")))
         self.assertIn("no room", done["s"].detail)
         self.assertEqual(2, [e for e, *_ in self.events].count(
-            runner.Event.RETRYING))
+            tracking.Event.RETRYING))
 
     def test_conflict_on_post_is_retried(self) -> None:
         done = self.run_moves({"s": "conflict"})
@@ -306,7 +307,7 @@ class RunnerCase(testtools.TestCase):
 
     def test_resumed_move_is_not_posted(self) -> None:
         self.nova = FakeNova({"s": "ok"})
-        move = runner.Move(mig.Step("h1", "s", "s", mig.Action.LIVE))
+        move = tracking.Move(plan.Step("h1", "s", "s", plan.Action.LIVE))
         done = self.run_moves({"s": "ok", "t": "ok"}, moves=[move])
         self.assertEqual(["s"], self.nova.called("live_migrate"))
         self.assertEqual(Outcome.MOVED, done["s"].outcome)
@@ -323,14 +324,14 @@ class RunnerCase(testtools.TestCase):
         self.now = [0.0]
         events: list[Any] = []
         moves = runner.Runner(
-            nova, runner.Options(2, 60, 30, 0),  # type: ignore[arg-type]
+            nova, tracking.Options(2, 60, 30, 0),  # type: ignore[arg-type]
             lambda e, m, d: events.append(e), clock=lambda: self.now[0],
             sleep=lambda s: self.now.__setitem__(0, self.now[0] + s),
-        ).run([runner.Move(mig.Step("h1", "s", "s", mig.Action.LIVE),
-                           record=record)])
+        ).run([tracking.Move(plan.Step("h1", "s", "s", plan.Action.LIVE),
+                             record=record)])
         self.assertEqual([], nova.called("live_migrate"))
         self.assertEqual(Outcome.MOVED, moves[0].outcome)
-        self.assertEqual(runner.Event.RESUMED, events[0])
+        self.assertEqual(tracking.Event.RESUMED, events[0])
 
     def test_ctrl_c_aborts_what_this_run_started(self) -> None:
         nova = FakeNova({"a": "hold"})
@@ -341,9 +342,9 @@ class RunnerCase(testtools.TestCase):
             if polls[0] == 4:
                 raise KeyboardInterrupt
 
-        run = runner.Runner(nova, runner.Options(2, 60, 30, 0),  # type: ignore
+        run = runner.Runner(nova, tracking.Options(2, 60, 30, 0),  # type: ignore
                             lambda e, m, d: None, sleep=sleep)
-        self.assertRaises(KeyboardInterrupt, run.run, [runner.Move(
-            mig.Step("h1", "a", "a", mig.Action.LIVE))])
+        self.assertRaises(KeyboardInterrupt, run.run, [tracking.Move(
+            plan.Step("h1", "a", "a", plan.Action.LIVE))])
         self.assertEqual(["a"], nova.called("abort"))
         self.assertEqual(Outcome.ABORTED, run.done[0].outcome)

@@ -13,14 +13,14 @@
 """The decisions of ``drain host migrate``: pure functions over facts."""
 import testtools
 
-from nova_drain_filters import migration as mig
-from nova_drain_filters.migration import Action
-from nova_drain_filters.migration import Next
-from nova_drain_filters.migration import Why
+from nova_drain_filters.migration import plan
+from nova_drain_filters.migration.plan import Action
+from nova_drain_filters.migration.plan import Next
+from nova_drain_filters.migration.plan import Why
 
 
-def server(status: str = "ACTIVE", **kw: object) -> mig.ServerFacts:
-    return mig.ServerFacts("s1", "web", "h1", status, **kw)  # type: ignore
+def server(status: str = "ACTIVE", **kw: object) -> plan.ServerFacts:
+    return plan.ServerFacts("s1", "web", "h1", status, **kw)  # type: ignore
 
 
 class TestPlanMove(testtools.TestCase):
@@ -35,42 +35,42 @@ class TestPlanMove(testtools.TestCase):
                 ("SHELVED_OFFLOADED", Action.NONE, Why.SHELVED),
                 ("VERIFY_RESIZE", Action.NONE, Why.FOREIGN_RESIZE),
                 ("BUILD", Action.NONE, Why.STATE)):
-            step = mig.plan_move(server(status))
+            step = plan.plan_move(server(status))
             self.assertEqual((action, why), (step.action, step.why), status)
             self.assertEqual(("h1", "s1", "web"),
                              (step.host, step.server, step.name))
 
     def test_baremetal_first_then_task(self) -> None:
-        self.assertEqual(Why.BAREMETAL, mig.plan_move(server(
+        self.assertEqual(Why.BAREMETAL, plan.plan_move(server(
             baremetal=True, task_state="migrating")).why)
-        step = mig.plan_move(server(task_state="resize_prep"))
+        step = plan.plan_move(server(task_state="resize_prep"))
         self.assertEqual((Action.NONE, Why.TASK, "resize_prep"),
                          (step.action, step.why, step.detail))
 
     def test_affinity_group_stays(self) -> None:
-        step = mig.plan_move(server(affinity=("pair", 1)))
+        step = plan.plan_move(server(affinity=("pair", 1)))
         self.assertEqual((Action.NONE, Why.AFFINITY, "pair (1 other "
                           "member(s))"), (step.action, step.why, step.detail))
         # Its state is named first when that alone keeps it.
-        self.assertEqual(Why.SUSPENDED, mig.plan_move(server(
+        self.assertEqual(Why.SUSPENDED, plan.plan_move(server(
             "SUSPENDED", affinity=("pair", 1))).why)
-        self.assertEqual(Action.COLD, mig.plan_move(server(
+        self.assertEqual(Action.COLD, plan.plan_move(server(
             "SHUTOFF")).action)
 
     def test_plan_moves_order(self) -> None:
-        steps = mig.plan_moves([
-            mig.ServerFacts("a", "z", "h1", "SUSPENDED"),
-            mig.ServerFacts("b", "y", "h1", "SHUTOFF"),
-            mig.ServerFacts("c", "x", "h1", "ACTIVE"),
-            mig.ServerFacts("d", "w", "h1", "ACTIVE")])
+        steps = plan.plan_moves([
+            plan.ServerFacts("a", "z", "h1", "SUSPENDED"),
+            plan.ServerFacts("b", "y", "h1", "SHUTOFF"),
+            plan.ServerFacts("c", "x", "h1", "ACTIVE"),
+            plan.ServerFacts("d", "w", "h1", "ACTIVE")])
         self.assertEqual(["d", "c", "b", "a"], [s.server for s in steps])
 
 
 class TestNextStep(testtools.TestCase):
     def next(self, action: Action, status: str, running_for: float | None =
              None, aborted: bool = False) -> Next:
-        return mig.next_step(action, status, running_for=running_for,
-                             server_timeout=10, aborted=aborted)
+        return plan.next_step(action, status, running_for=running_for,
+                              server_timeout=10, aborted=aborted)
 
     def test_live(self) -> None:
         for status in ("accepted", "queued", "preparing", "post-migrating"):
@@ -100,88 +100,88 @@ class TestNextStep(testtools.TestCase):
 
 class TestSuccess(testtools.TestCase):
     def test_succeeded(self) -> None:
-        self.assertTrue(mig.succeeded(Action.LIVE, "completed", "h1", "h2",
-                                      None))
-        self.assertTrue(mig.succeeded(Action.COLD, "confirmed", "h1", "h2",
-                                      None))
+        self.assertTrue(plan.succeeded(Action.LIVE, "completed", "h1", "h2",
+                                       None))
+        self.assertTrue(plan.succeeded(Action.COLD, "confirmed", "h1", "h2",
+                                       None))
         for args in (("completed", "h1", "h1", None),   # still on source
                      ("completed", "h1", "h2", "migrating"),
                      ("running", "h1", "h2", None),
                      ("completed", "h1", None, None)):
-            self.assertFalse(mig.succeeded(Action.LIVE, *args), args)
+            self.assertFalse(plan.succeeded(Action.LIVE, *args), args)
         # A finished cold migration awaits its confirm: not yet.
-        self.assertFalse(mig.succeeded(Action.COLD, "finished", "h1", "h2",
-                                       None))
+        self.assertFalse(plan.succeeded(Action.COLD, "finished", "h1", "h2",
+                                        None))
 
     def test_transient(self) -> None:
-        self.assertTrue(mig.transient(Action.LIVE, "h1", "h1", "ACTIVE",
-                                      None))
-        self.assertTrue(mig.transient(Action.LIVE, "h1", "h1", "PAUSED",
-                                      None))
-        self.assertTrue(mig.transient(Action.COLD, "h1", "h1", "SHUTOFF",
-                                      None))
-        self.assertFalse(mig.transient(Action.LIVE, "h1", "h1", "ERROR",
+        self.assertTrue(plan.transient(Action.LIVE, "h1", "h1", "ACTIVE",
                                        None))
-        self.assertFalse(mig.transient(Action.LIVE, "h1", "h2", "ACTIVE",
+        self.assertTrue(plan.transient(Action.LIVE, "h1", "h1", "PAUSED",
                                        None))
-        self.assertFalse(mig.transient(Action.LIVE, "h1", "h1", "ACTIVE",
-                                       "migrating"))
+        self.assertTrue(plan.transient(Action.COLD, "h1", "h1", "SHUTOFF",
+                                       None))
+        self.assertFalse(plan.transient(Action.LIVE, "h1", "h1", "ERROR",
+                                        None))
+        self.assertFalse(plan.transient(Action.LIVE, "h1", "h2", "ACTIVE",
+                                        None))
+        self.assertFalse(plan.transient(Action.LIVE, "h1", "h1", "ACTIVE",
+                                        "migrating"))
 
     def test_host_done(self) -> None:
-        self.assertTrue(mig.host_done(mig.HostLoad("h1", (), ())))
-        self.assertFalse(mig.host_done(mig.HostLoad("h1", ("s1",), ())))
-        self.assertFalse(mig.host_done(mig.HostLoad("h1", (), ("m1",))))
-        self.assertTrue(mig.unfinished(["completed", "finished"]))
-        self.assertFalse(mig.unfinished(["completed", "error", "confirmed"]))
+        self.assertTrue(plan.host_done(plan.HostLoad("h1", (), ())))
+        self.assertFalse(plan.host_done(plan.HostLoad("h1", ("s1",), ())))
+        self.assertFalse(plan.host_done(plan.HostLoad("h1", (), ("m1",))))
+        self.assertTrue(plan.unfinished(["completed", "finished"]))
+        self.assertFalse(plan.unfinished(["completed", "error", "confirmed"]))
 
 
 class TestBackoff(testtools.TestCase):
     def test_retry_delay(self) -> None:
         self.assertEqual([2.0, 2.0, 4.0, 8.0, 60.0],
-                         [mig.retry_delay(a) for a in (0, 1, 2, 3, 10)])
+                         [plan.retry_delay(a) for a in (0, 1, 2, 3, 10)])
 
     def test_poll_delay_grows_with_quiet_time(self) -> None:
-        self.assertEqual(mig.MIN_POLL, mig.poll_delay(0.0, 100))
-        self.assertEqual(2.0, mig.poll_delay(10.0, 100))
-        self.assertEqual(mig.MAX_POLL, mig.poll_delay(1e6, 100))
-        self.assertEqual(0.5, mig.poll_delay(10.0, 0.5))
-        self.assertEqual(0.0, mig.poll_delay(10.0, -1))
+        self.assertEqual(plan.MIN_POLL, plan.poll_delay(0.0, 100))
+        self.assertEqual(2.0, plan.poll_delay(10.0, 100))
+        self.assertEqual(plan.MAX_POLL, plan.poll_delay(1e6, 100))
+        self.assertEqual(0.5, plan.poll_delay(10.0, 0.5))
+        self.assertEqual(0.0, plan.poll_delay(10.0, -1))
 
     def test_polls_per_wait_are_few(self) -> None:
         """A quiet wait of T costs about log(T) polls, never T/interval."""
         for wait, most in ((3.0, 12), (60.0, 28), (3600.0, 160)):
             t, polls = 0.0, 0
             while t < wait:
-                t += mig.poll_delay(t, 1e9)
+                t += plan.poll_delay(t, 1e9)
                 polls += 1
             self.assertLessEqual(polls, most, wait)
 
     def test_expected_duration_is_the_mean_and_due_before_it(self) -> None:
-        self.assertIsNone(mig.expected_duration([]))
+        self.assertIsNone(plan.expected_duration([]))
         # Whole-second stamps: 3.6 s moves read as 3 or 4; the mean is 3.6,
         # and a move is due one standard deviation (0.49 s) before it.
-        due, mean = mig.expected_duration([4, 3, 4, 4, 3]) or (0, 0)
+        due, mean = plan.expected_duration([4, 3, 4, 4, 3]) or (0, 0)
         self.assertAlmostEqual(3.6, mean)
         self.assertAlmostEqual(3.6 - 0.4899, due, places=3)
         # Never due before the quickest move seen.
-        self.assertEqual((10.0, 10.0), mig.expected_duration([10.0]))
-        self.assertEqual(9.0, (mig.expected_duration([9, 9, 9, 21]) or
+        self.assertEqual((10.0, 10.0), plan.expected_duration([10.0]))
+        self.assertEqual(9.0, (plan.expected_duration([9, 9, 9, 21]) or
                                (0, 0))[0])
 
     def test_look_delay(self) -> None:
         # No estimate: the backoff of poll_delay.
-        self.assertEqual(2.0, mig.look_delay(10.0, None))
+        self.assertEqual(2.0, plan.look_delay(10.0, None))
         # Before it is due: sleep until then, at most MAX_POLL.
-        self.assertEqual(2.5, mig.look_delay(0.0, (-2.5, 10.0)))
-        self.assertEqual(mig.MAX_POLL, mig.look_delay(0.0, (-1e4, 10.0)))
+        self.assertEqual(2.5, plan.look_delay(0.0, (-2.5, 10.0)))
+        self.assertEqual(plan.MAX_POLL, plan.look_delay(0.0, (-1e4, 10.0)))
         # Once due: short looks first, then half the time since it was
         # due, at most a tenth of the mean move (never under a second).
-        self.assertEqual(mig.DUE_POLL, mig.look_delay(99.0, (0.1, 10.0)))
-        self.assertEqual(0.5, mig.look_delay(99.0, (1.0, 10.0)))
-        self.assertEqual(1.0, mig.look_delay(99.0, (10.0, 10.0)))
-        self.assertEqual(1.0, mig.look_delay(99.0, (10.0, 3.0)))
-        self.assertEqual(12.0, mig.look_delay(99.0, (100.0, 120.0)))
-        self.assertEqual(mig.MAX_POLL, mig.look_delay(99.0, (1e6, 1e4)))
+        self.assertEqual(plan.DUE_POLL, plan.look_delay(99.0, (0.1, 10.0)))
+        self.assertEqual(0.5, plan.look_delay(99.0, (1.0, 10.0)))
+        self.assertEqual(1.0, plan.look_delay(99.0, (10.0, 10.0)))
+        self.assertEqual(1.0, plan.look_delay(99.0, (10.0, 3.0)))
+        self.assertEqual(12.0, plan.look_delay(99.0, (100.0, 120.0)))
+        self.assertEqual(plan.MAX_POLL, plan.look_delay(99.0, (1e6, 1e4)))
 
     def test_looks_once_due_are_few(self) -> None:
         """A move seen ``x`` late costs about log(x) looks while ``x`` is
@@ -190,24 +190,24 @@ class TestBackoff(testtools.TestCase):
                                  (300.0, 60.0, 18)):
             t, looks = 0.0, 0
             while t < late:
-                t += mig.look_delay(0.0, (t, mean))
+                t += plan.look_delay(0.0, (t, mean))
                 looks += 1
             self.assertLessEqual(looks, most, (mean, late))
 
     def test_changes_since_is_before_the_oldest_change(self) -> None:
-        self.assertEqual(100.0 - mig.CLOCK_SKEW,
-                         mig.changes_since([130.0, 100.0, 170.0], 200.0))
+        self.assertEqual(100.0 - plan.CLOCK_SKEW,
+                         plan.changes_since([130.0, 100.0, 170.0], 200.0))
         # Nothing in flight: a margin before now.
-        self.assertEqual(200.0 - mig.CLOCK_SKEW, mig.changes_since([], 200.0))
+        self.assertEqual(200.0 - plan.CLOCK_SKEW, plan.changes_since([], 200.0))
 
     def test_took_from_close_looks_or_nova_stamps(self) -> None:
         # Looks 0.2 s apart bracket the arrival: their middle, from POST.
-        self.assertAlmostEqual(11.6, mig.took(100.0, (111.5, 111.7),
-                                              (100.0, 112.0)))
+        self.assertAlmostEqual(11.6, plan.took(100.0, (111.5, 111.7),
+                                               (100.0, 112.0)))
         # Looks far apart: Nova's stamps, created to arrived.
-        self.assertEqual(12.0, mig.took(100.0, (101.0, 111.7),
-                                        (100.0, 112.0)))
-        self.assertIsNone(mig.took(100.0, (101.0, 111.7), (None, 112.0)))
+        self.assertEqual(12.0, plan.took(100.0, (101.0, 111.7),
+                                         (100.0, 112.0)))
+        self.assertIsNone(plan.took(100.0, (101.0, 111.7), (None, 112.0)))
         # A look before the POST does not count as one that missed it.
-        self.assertAlmostEqual(0.4, mig.took(100.0, (90.0, 100.8),
-                                             (None, None)))
+        self.assertAlmostEqual(0.4, plan.took(100.0, (90.0, 100.8),
+                                              (None, None)))
