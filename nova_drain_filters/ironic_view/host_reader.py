@@ -354,7 +354,10 @@ class Followers:
         # given that number is refused ("Second simultaneous read").
         listener = member.listener
         if listener is not None and listener is not threading.current_thread():
-            listener.join(LISTENER_EXIT)
+            try:
+                listener.join(LISTENER_EXIT)
+            except RuntimeError:
+                pass  # not started yet: it finds its socket closed
         member.channel.close()
 
     def send(self, seq: int, frame: bytes) -> None:
