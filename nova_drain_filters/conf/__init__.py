@@ -85,6 +85,15 @@ def validate(conf: cfg.ConfigOpts) -> None:
     """Raise ConfigError naming the first bad option (``validation``);
     warn of each name in ``[drain_filters]`` that is no option."""
     validation.validate(conf, GROUP, _all_opts())
+    group = getattr(conf, GROUP)
+    # Unset, the age is derived from the interval (baremetal.py
+    # max_snapshot_age) and cannot be smaller; an explicit one is checked.
+    age, interval = (group.baremetal_max_snapshot_age,
+                     group.baremetal_refresh_interval)
+    if age is not None and age < interval:
+        raise validation.ConfigError(
+            f"[{GROUP}] baremetal_max_snapshot_age: {age} is smaller than "
+            f"baremetal_refresh_interval ({interval})")
     for name, close in validation.unknown_options(
             conf, GROUP, _all_opts()).items():
         LOG.warning(

@@ -225,4 +225,3 @@ def validate(conf: cfg.ConfigOpts) -> list[str]:
             f"ignored" + (f"; did you mean {close}?" if close else "")
             for name, close in validation.unknown_options(
                 conf, GROUP, agent_opts).items()]
-

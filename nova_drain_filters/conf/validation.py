@@ -102,7 +102,6 @@ def validate(conf: cfg.ConfigOpts, group_name: str,
     code here.
     """
     group = getattr(conf, group_name)
-    opts = list(opts)
     for opt in opts:
         try:
             value = getattr(group, opt.dest)
@@ -111,18 +110,6 @@ def validate(conf: cfg.ConfigOpts, group_name: str,
         problem = check_value(opt, value)
         if problem is not None:
             raise ConfigError(f"[{group_name}] {opt.dest}: {problem}")
-    if "baremetal_max_snapshot_age" not in {o.dest for o in opts}:
-        return  # another group's options ([drain_agent])
-    # Unset, the age is derived from the interval (baremetal.py
-    # max_snapshot_age) and cannot be smaller; an explicit one is checked.
-    explicit_age = group.baremetal_max_snapshot_age
-    if (explicit_age is not None
-            and explicit_age < group.baremetal_refresh_interval):
-        raise ConfigError(
-            f"[{group_name}] baremetal_max_snapshot_age: "
-            f"{group.baremetal_max_snapshot_age} is smaller than "
-            f"baremetal_refresh_interval ({group.baremetal_refresh_interval})"
-        )
 
 
 def unknown_options(conf: cfg.ConfigOpts, group_name: str,
